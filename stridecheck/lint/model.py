@@ -1,0 +1,234 @@
+"""The access model: plain, picklable data that every consumer reads.
+
+The flow is files -> discovery -> parse -> *model* -> rules -> report. A ``ModuleModel`` is built
+once per file (in a worker process, then cached by content hash); rules, the launch linker, the
+bare-kernel guard and ``--fix`` read it and never re-parse. Nothing here imports libcst: a model
+points at source by ``Span`` only.
+
+Ownership (keep it, so the builders can grow their halves independently):
+
+* kernel side (``Param``, ``Index``, ``Step``, ``Term``, ``Access``, ``HelperCall``, ``Kernel``):
+  built by ``stridecheck.lint.access_model``.
+* launch side (``ArgOrigin``, ``Launch``, ``WidthCheck``): built by ``stridecheck.lint.launches``.
+* ``ModuleModel`` and ``Finding``: shared; add fields with defaults only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A source range; lines and columns are 1-based, ``end_column`` exclusive (as SARIF)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+# ----------------------------------------------------------------------------- kernel side
+
+
+class ParamKind(str, Enum):
+    POINTER = "pointer"  # reaches the address of tl.load/store/atomic_*/make_block_ptr/descriptor
+    STRIDE = "stride"  # named as a stride, fed .stride(i) at a launch, or multiplies an index and bounds nothing
+    SIZE = "size"  # bounds a mask, a range or a tl.cdiv, or carries a size name; size wins over stride
+    CONSTEXPR = "constexpr"  # annotated tl.constexpr
+    SCALAR = "scalar"  # any other scalar argument (seed, scale, flags, a column number...)
+
+
+@dataclass(slots=True)
+class Param:
+    name: str
+    position: int
+    kind: ParamKind
+    span: Span
+    constexpr: bool = False
+    default: str | None = None  # source text of the default, if any
+    shape_comment: str | None = None  # e.g. "[num_reqs, num_steps, vocab]" from a comment above it
+
+
+class IndexSource(str, Enum):
+    """Where the factors of an index come from (an index may mix several)."""
+
+    PROGRAM_ID = "program_id"
+    ARANGE = "arange"
+    LOOP = "loop"  # a `for ... in range(...)` / tl.range / tl.static_range counter
+    LOADED = "loaded"  # a value loaded from memory (tl.load)
+    SCALAR_ARG = "scalar_arg"  # a scalar (non-constexpr) kernel argument
+    CONSTEXPR = "constexpr"  # a constexpr parameter or literal
+    OTHER = "other"
+
+
+@dataclass(slots=True)
+class Index:
+    text: str  # normalised source of the index expression
+    sources: frozenset[IndexSource]
+    params: frozenset[str] = frozenset()  # kernel parameters it depends on
+    is_int64: bool = False  # promoted to int64 somewhere on its way (.to(tl.int64), int64 load...)
+    bounds: tuple[str, ...] = ()  # size names/params that bound it as a whole (`idx < n`)
+
+
+class StepKind(str, Enum):
+    STRIDE = "stride"  # a stride parameter (or a product containing one)
+    SIZE = "size"  # a logical size or a product of sizes
+    LITERAL = "literal"  # an integer literal or constexpr-only product
+    UNIT = "unit"  # no multiplier: the unit inner step (`+ offs`)
+    OTHER = "other"
+
+
+@dataclass(slots=True)
+class Step:
+    kind: StepKind
+    text: str
+    params: tuple[str, ...] = ()  # parameters multiplied in the step
+
+
+@dataclass(slots=True)
+class Term:
+    """One summand of an address: ``index * step``."""
+
+    index: Index
+    step: Step
+    span: Span  # the product's source range (where SC001/SC006 point)
+    text: str  # source text of the product, e.g. "col * vocab_size"
+    is_int64: bool = False  # the product is computed in 64 bits
+
+
+@dataclass(slots=True)
+class Access:
+    op: str  # "load" | "store" | "atomic" | "block_ptr" | "descriptor"
+    pointer: str | None  # the pointer parameter it goes through (after helper binding), if known
+    terms: list[Term]
+    span: Span  # the call (tl.load(...)) range
+    writes: bool = False
+    mask_bounds: tuple[str, ...] = ()  # parameters bounding the mask (`offs < n_vocab` -> "n_vocab")
+    byte_record: bool = False  # uint8/fp8/bitcast pointer: a constexpr record size is the step by design
+    descriptor_strides: tuple[str, ...] = ()  # `strides=` texts of make_block_ptr/make_tensor_descriptor
+    via_helper: str | None = None  # helper function name when the access sits in a helper
+
+
+@dataclass(slots=True)
+class HelperCall:
+    callee: str  # name of the @triton.jit function called
+    span: Span
+    bindings: dict[str, str] = field(default_factory=dict)  # callee parameter -> caller expression text
+
+
+@dataclass(slots=True)
+class Kernel:
+    name: str
+    span: Span  # the `def` line
+    params: list[Param]
+    accesses: list[Access] = field(default_factory=list)
+    helper_calls: list[HelperCall] = field(default_factory=list)
+    decorators: tuple[str, ...] = ()  # e.g. ("triton.autotune", "triton.jit")
+    docstring: str | None = None
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+
+# ----------------------------------------------------------------------------- launch side
+
+
+class OriginKind(str, Enum):
+    TENSOR = "tensor"  # a tensor variable (pointer argument)
+    STRIDE = "stride"  # t.stride(i) / t.stride()[i]
+    SHAPE = "shape"  # t.shape[i] / t.size(i) / a name unpacked from t.shape
+    NUMEL = "numel"  # t.numel()
+    PRODUCT = "product"  # a product of shapes/sizes (heads * dim)
+    LITERAL = "literal"  # an integer literal
+    OTHER = "other"
+
+
+@dataclass(slots=True)
+class ArgOrigin:
+    """What one launch argument is, as far as the launcher shows."""
+
+    kind: OriginKind
+    text: str
+    span: Span
+    tensor: str | None = None  # which tensor (its variable name in the launcher)
+    dim: int | None = None  # which dimension of it (negative as written, e.g. -1)
+    contiguous: bool = False  # the tensor is provably contiguous at the launch
+    fresh: bool = False  # freshly allocated in the launcher (torch.empty...)
+    factors: tuple["ArgOrigin", ...] = ()  # for PRODUCT
+    literal: int | None = None  # for LITERAL
+
+
+@dataclass(slots=True)
+class WidthCheck:
+    """A dominating check in the launcher comparing a tensor's extent with a size."""
+
+    tensor: str
+    dim: int | None
+    against: str  # source text of the other side
+    span: Span
+
+
+@dataclass(slots=True)
+class Launch:
+    """``kernel[grid](args...)`` as written in a launcher function."""
+
+    target: str  # the launched expression as written: "_k", "K._k", "self.kernel"
+    span: Span  # the launch's first line (where SC007 points)
+    args: list[ArgOrigin] = field(default_factory=list)  # positional
+    kwargs: dict[str, ArgOrigin] = field(default_factory=dict)
+    star_args: bool = False  # *args / **kwargs that could not be resolved
+    launcher: str | None = None  # enclosing function name
+    guarded: bool = False  # the launcher is wrapped by @stride_guard
+    width_checks: list[WidthCheck] = field(default_factory=list)
+    grid_text: str = ""
+
+
+# ----------------------------------------------------------------------------- module
+
+
+@dataclass(slots=True)
+class ModuleModel:
+    path: str  # as given/discovered
+    module: str | None  # dotted module name within the linted tree, if known
+    kernels: list[Kernel] = field(default_factory=list)  # every @triton.jit function (helpers too)
+    launches: list[Launch] = field(default_factory=list)
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> "pkg.mod.name" (resolved relative)
+    kernel_aliases: dict[str, str] = field(default_factory=dict)  # variable -> kernel name it holds
+
+
+# ----------------------------------------------------------------------------- findings
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    span: Span
+    replacement: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    edits: tuple[Edit, ...]
+    safety: str  # "safe" | "unsafe"
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One diagnostic. ``name``, ``severity`` and ``message`` templates come from the catalogue."""
+
+    path: str
+    span: Span
+    code: str
+    message: str
+    severity: str  # "error" | "warning" | "info"
+    hint: str | None = None
+    preview: bool = False  # reported only with --preview (the lower tier)
+    fix: Fix | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.span.line, self.span.column, self.code)
