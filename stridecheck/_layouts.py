@@ -1,0 +1,282 @@
+"""Physical layouts for the same logical tensor, in poisoned, guarded buffers.
+
+Private to :mod:`stridecheck.testing` and :mod:`stridecheck.strategies`; imports torch at import
+time, so only those modules' functions import it, lazily.
+
+Every re-materialised tensor lives in a fresh 1-D *buffer*::
+
+    [ guard zone | region (the view's elements and the gaps between them) | guard zone ]
+
+The buffer is filled with a poison value before the logical values are copied into the view,
+so every element the view does not cover (the gaps: row padding, skipped outer slices, the
+storage-offset prefix and both guard zones) holds poison. After the call, any byte of the gap
+that differs from the snapshot taken before it is a stray write.
+
+Poison (see :func:`poison_value`):
+
+* floating and complex dtypes: NaN (so a stray *read* also shows, as NaN in the result);
+* signed integers: the dtype's minimum (``-2**31`` for int32), a value no valid count, index
+  or id takes, and far out of range if used as an offset;
+* unsigned integers: the dtype's maximum (255 for uint8);
+* bool: ``True``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+# Row padding, in elements, of the padded layouts: odd, so that a padded row is never a whole
+# number of 16-byte vectors and an aligned-only code path cannot hide a wrong stride.
+ROW_PAD = 3
+# Elements before the view's first element in the storage_offset layout; odd for the same reason.
+STORAGE_OFFSET = 3
+# Guard-zone length, in elements, before and after each region: at least this many, and at
+# least one whole tensor's worth (capped), so that a write one row or one tensor out of bounds
+# lands in poison rather than in another allocation.
+MIN_GUARD = 64
+MAX_GUARD = 1 << 16
+
+#: Layouts that keep a unit inner stride: what a Triton kernel addressing ``base + offs`` may
+#: assume, so every correct kernel must give the same answers on them.
+DEFAULT_LAYOUTS = ("padded_last", "padded_outer", "storage_offset")
+#: Layouts a kernel need not support: inner stride != 1, and stride-0 (expanded) inputs.
+EXTRA_LAYOUTS = ("transposed", "expanded")
+ALL_LAYOUTS = DEFAULT_LAYOUTS + EXTRA_LAYOUTS
+
+LAYOUT_DOCS = {
+    "contiguous": "row-major, no gaps (the baseline)",
+    "padded_last": f"last dimension padded by {ROW_PAD} poisoned elements (a row-padded buffer)",
+    "padded_outer": "a view into a buffer larger along every dimension (each outer dimension one "
+    "slice longer, the last two elements wider, the view starting one slice in along each)",
+    "storage_offset": f"row-major, starting {STORAGE_OFFSET} elements into its buffer",
+    "transposed": "a transposed copy permuted back: dimensions stored in reverse order, so the "
+    "last dimension's stride is not 1",
+    "expanded": "stride 0 along every dimension of size 1 or whose values do not vary along it "
+    "(an expanded view); read-only inputs only",
+}
+
+
+def poison_value(dtype: torch.dtype) -> float | int | bool:
+    """The value gaps of a buffer of ``dtype`` are filled with (NaN, int min, uint max, True)."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return math.nan
+    if dtype == torch.bool:
+        return True
+    info = torch.iinfo(dtype)
+    return info.min if info.min < 0 else info.max
+
+
+def poisoned(numel: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """A 1-D tensor of ``numel`` poison elements."""
+    value = poison_value(dtype)
+    try:
+        return torch.full((numel,), value, dtype=dtype, device=device)
+    except (RuntimeError, TypeError):
+        # Some narrow dtypes (float8 variants) have no fill kernel on some devices.
+        return torch.full((numel,), value, dtype=torch.float32, device=device).to(dtype)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def constant_dims(t: torch.Tensor) -> tuple[int, ...]:
+    """Dimensions of ``t`` along which its values do not change (size-1 dimensions included)."""
+    dims = []
+    for d, size in enumerate(t.shape):
+        if size == 1:
+            dims.append(d)
+        elif size > 1 and t.numel() > 0:
+            first = t.narrow(d, 0, 1)
+            same = t == first
+            if t.is_floating_point() or t.is_complex():
+                same = same | (torch.isnan(t) & torch.isnan(first))
+            if bool(same.all()):
+                dims.append(d)
+    return tuple(dims)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a layout puts a tensor of a given shape inside its region (all in elements)."""
+
+    strides: tuple[int, ...]
+    offset: int  # of the view's first element from the region's start
+    region: int  # elements from the region's start to one past the last element reachable
+
+
+def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...] = ()) -> Placement | None:
+    """The strides and offset ``layout`` gives a tensor of ``shape``; None where it does not apply.
+
+    A layout does not apply where it would equal the contiguous one (``padded_last`` and
+    ``padded_outer`` on fewer than 2 dimensions; ``transposed`` on a tensor with at most one
+    dimension larger than 1; ``expanded`` with no constant dimension).
+
+    Raises:
+        ValueError: an unknown layout name.
+    """
+    nd = len(shape)
+    if layout == "contiguous":
+        strides, offset = contiguous_strides(shape), 0
+    elif layout == "storage_offset":
+        strides, offset = contiguous_strides(shape), STORAGE_OFFSET
+    elif layout == "padded_last":
+        if nd < 2:
+            return None
+        strides, offset = contiguous_strides(shape[:-1] + (shape[-1] + ROW_PAD,)), 0
+    elif layout == "padded_outer":
+        if nd < 2:
+            return None
+        extents = tuple(s + 1 for s in shape[:-1]) + (shape[-1] + 2,)
+        strides = contiguous_strides(extents)
+        offset = sum(strides)  # start one slice in along every dimension
+    elif layout == "transposed":
+        if sum(1 for s in shape if s > 1) < 2:
+            return None
+        reversed_strides = contiguous_strides(tuple(reversed(shape)))
+        strides, offset = tuple(reversed(reversed_strides)), 0
+    elif layout == "expanded":
+        if not stride0_dims:
+            return None
+        base = contiguous_strides(shape)
+        strides = tuple(0 if d in stride0_dims else s for d, s in enumerate(base))
+        offset = 0
+    else:
+        raise ValueError(f"unknown layout {layout!r}; known layouts: {', '.join(('contiguous',) + ALL_LAYOUTS)}")
+    if any(s == 0 for s in shape):
+        last = offset
+    else:
+        last = offset + sum((size - 1) * st for size, st in zip(shape, strides))
+    return Placement(strides=tuple(strides), offset=offset, region=last + 1)
+
+
+@dataclass
+class Materialised:
+    """A tensor re-materialised in a poisoned, guarded buffer.
+
+    ``view`` holds the logical values; ``gap`` is True at every buffer element ``view`` does not
+    cover; ``snapshot`` is the buffer right after filling, for :meth:`gap_writes`.
+    """
+
+    layout: str
+    buffer: torch.Tensor
+    view: torch.Tensor
+    start: int  # the view's storage offset in ``buffer``
+    gap: torch.Tensor
+    snapshot: torch.Tensor
+
+    def gap_writes(self) -> list[tuple[int, object, object]]:
+        """Every gap element whose bytes changed: ``(buffer index, before, after)``."""
+        item = self.buffer.element_size()
+        now = self.buffer.view(torch.uint8).reshape(-1, item)
+        was = self.snapshot.view(torch.uint8).reshape(-1, item)
+        changed = (now != was).any(dim=1) & self.gap
+        idx = torch.nonzero(changed).flatten().tolist()
+        return [(i, _scalar(self.snapshot[i]), _scalar(self.buffer[i])) for i in idx]
+
+    def describe_position(self, index: int) -> str:
+        """Where buffer element ``index`` lies relative to the view, in words."""
+        rel = index - self.start
+        if rel < 0:
+            return f"{-rel} element(s) before the view's first element"
+        last = self.start + (
+            sum((s - 1) * st for s, st in zip(self.view.shape, self.view.stride())) if self.view.numel() else 0
+        )
+        if index > last:
+            return f"{index - last} element(s) after the view's last element"
+        return f"in a gap inside the view, {rel} element(s) from its first element"
+
+
+def _scalar(t: torch.Tensor) -> object:
+    try:
+        return t.item()
+    except (RuntimeError, TypeError):
+        return t.float().item()
+
+
+def guard_length(numel: int) -> int:
+    return max(MIN_GUARD, min(numel, MAX_GUARD))
+
+
+def materialise(t: torch.Tensor, layout: str, stride0_dims: tuple[int, ...] = ()) -> Materialised | None:
+    """Copy ``t``'s values into a fresh poisoned buffer, laid out as ``layout``.
+
+    Args:
+        t: any tensor (any shape, dtype, device); it is only read.
+        layout: a name from :data:`ALL_LAYOUTS` or ``"contiguous"``.
+        stride0_dims: for ``"expanded"``, the dimensions to give stride 0 (their values must be
+            constant along them, see :func:`constant_dims`).
+
+    Returns:
+        The :class:`Materialised` tensor, or None where ``layout`` does not apply to ``t``.
+    """
+    shape = tuple(t.shape)
+    place = placement(layout, shape, stride0_dims)
+    if place is None:
+        return None
+    guard = guard_length(t.numel())
+    start = guard + place.offset
+    total = guard + place.region + guard
+    src = t.detach()
+    buffer = poisoned(total, t.dtype, t.device)
+    if layout == "expanded":
+        # Copy one slice along each stride-0 dimension: writing the whole expanded view would
+        # write several elements to one address.
+        for d in stride0_dims:
+            src = src.narrow(d, 0, 1)
+        torch.as_strided(buffer, src.shape, place.strides, start).copy_(src)
+    else:
+        torch.as_strided(buffer, shape, place.strides, start).copy_(src)
+    view = torch.as_strided(buffer, shape, place.strides, start)
+    gap = torch.ones(total, dtype=torch.bool, device=t.device)
+    if t.numel():
+        covered = torch.as_strided(torch.arange(total, device=t.device), shape, place.strides, start)
+        gap[covered.reshape(-1)] = False
+    return Materialised(layout=layout, buffer=buffer, view=view, start=start, gap=gap, snapshot=buffer.clone())
+
+
+def first_difference(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float):
+    """The first logical index where ``actual`` differs from ``expected``, or None if equal.
+
+    Exact (NaN equal to NaN) when ``atol == rtol == 0``, else ``torch.isclose`` with NaN equal.
+    Returns ``(index tuple, expected value, actual value, number of differing elements)``;
+    a shape or dtype mismatch is returned as ``((), "shape/dtype ...", ..., -1)``.
+    """
+    if expected.shape != actual.shape or expected.dtype != actual.dtype:
+        return (
+            (),
+            f"shape {tuple(expected.shape)} {expected.dtype}",
+            f"shape {tuple(actual.shape)} {actual.dtype}",
+            -1,
+        )
+    a, b = expected.detach(), actual.detach().to(expected.device)
+    if a.dtype in _NARROW_FLOATS:
+        a, b = a.float(), b.float()
+    if a.is_floating_point() or a.is_complex():
+        if atol == 0 and rtol == 0:
+            same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        else:
+            same = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    elif a.dtype == torch.bool or (atol == 0 and rtol == 0):
+        same = a == b
+    else:
+        same = torch.isclose(a.double(), b.double(), rtol=rtol, atol=atol)
+    if bool(same.all()):
+        return None
+    bad = torch.nonzero(~same)
+    index = tuple(int(i) for i in bad[0].tolist())
+    return index, _scalar(a[index]), _scalar(b[index]), int(bad.shape[0])
+
+
+_NARROW_FLOATS = tuple(
+    getattr(torch, name)
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    if hasattr(torch, name)
+)
