@@ -1,0 +1,248 @@
+"""``@stride_guard``: check the layouts a kernel is handed, before the launch, from metadata only.
+
+Usage::
+
+    from stridecheck import stride_guard, Tensor, stride
+
+    @stride_guard(logits="T V", pos="T", logits_cache=Tensor("R S >=V", writes=True))
+    def gumbel_sample(logits, idx_mapping, temperature, seed, pos, *, logits_cache=None): ...
+
+    @stride_guard(x="M N", out=Tensor("M N", writes=True), x_stride=stride("x", 0))
+    @triton.jit
+    def _kernel(out, x, x_stride, n, BLOCK: tl.constexpr): ...
+    _kernel[grid](out, x, x.stride(0), n, BLOCK=128)      # checked, then launched
+
+Spec language
+-------------
+One spec per argument, given as a keyword of the decorator named after the parameter.
+
+A string spec is whitespace-separated dimensions, outermost first:
+
+``NAME``
+    binds that dimension's size to ``NAME`` for the whole call. Arguments are visited in the
+    order of the function's signature; the first argument (not ``None``) that binds a name sets
+    its value, every later one must match. ``"T V"`` on ``logits`` and ``"T"`` on ``pos``
+    says ``pos`` has as many rows as ``logits``.
+``INT``
+    a fixed size, e.g. ``"3"``.
+``>=NAME`` / ``>=INT``
+    a minimum: ``"R S >=V"`` says the last dimension is at least ``V`` wide. A ``>=NAME`` is
+    checked once ``NAME`` is bound by some argument of the call (if every argument that binds it
+    is ``None``, the check is skipped). A name used *only* in ``>=`` form is refused at
+    decoration.
+``*``
+    any size.
+``...``
+    first token only: any number (0 or more) of leading dimensions; the named dims then count
+    from the last, and the number of dims must be at least the number named.
+
+An argument that is ``None`` skips its spec, unless it is declared ``required``. A one-token
+spec on an argument whose value is a Python ``int`` binds or checks the integer itself
+(``vocab_size="V"``); on a tensor it means a 1-d tensor.
+
+Object forms carry options:
+
+* ``Tensor("R S >=V", dtype=torch.float32 | (dtypes...), inner_stride=1 | None, writes=False,
+  required=False)``. ``inner_stride`` is the stride the last dimension must have (default 1,
+  what an address ``ptr + offs`` assumes); ``None`` opts out for kernels that step the last
+  dimension by its stride.
+* ``stride("logits", 0)`` on an integer argument: it must equal ``logits.stride(0)``.
+
+``writes=("cache", ...)`` on the decorator marks arguments as written, like
+``Tensor(..., writes=True)``.
+
+What is checked
+---------------
+From metadata only (``.shape``, ``.stride()``, ``.dtype``, ``.device``,
+``.is_contiguous()``): the number of dimensions and the sizes above; unit stride of the last
+dimension (unless opted out); non-negative strides; for written arguments, that no two elements
+share memory (stride 0, or overlapping dimensions: a write race between programs) — a cheap
+sufficient test: dims of size > 1 sorted by stride, each stride at least the extent of the dims
+inside it; one device for all tensors; declared dtypes; integer stride arguments equal to the
+stride they claim. A dimension of size 0 or 1 is always accepted, and its stride ignored (it is
+never stepped); a tensor with no elements has no layout to check.
+
+Errors
+------
+A failed check raises :class:`StrideGuardError` (a ``ValueError``) whose message names the
+function, the argument, the dimension, the expected and actual values, where a named size was
+bound, and the fix, e.g.::
+
+    gumbel_sample: logits_cache dim 2 is 1030 but must be >= V = 1031 (V bound by logits dim 1);
+    the logits_cache would be truncated — allocate it at least as wide as logits dim 1
+
+A malformed spec raises ``StrideGuardError`` at decoration.
+
+Cost and modes
+--------------
+Each decorator compiles its checks once into a generated Python function with the decorated
+function's own signature; a call then costs the attribute reads and integer comparisons it needs
+— no device synchronisation, no tensor allocation, nothing that breaks CUDA-graph capture, and
+plain Python that ``torch.compile`` traces. Messages are built only on the failure path.
+
+``STRIDECHECK_GUARD`` is read at decoration: ``0`` (or ``off``/``false``) returns the
+decorated function object itself (zero overhead); ``warn`` logs each failing (function, check)
+once through the ``stridecheck.guard`` logger instead of raising; anything else that is empty,
+``1``, ``on`` or ``raise`` raises.
+
+Triton kernels
+--------------
+``@stride_guard(...)`` above ``@triton.jit`` (or around an ``@triton.autotune`` /
+``@triton.heuristics`` kernel) returns a :class:`GuardedKernel`: ``k[grid](...)`` checks the
+launch's arguments, then launches; other attributes are forwarded to the kernel. Bare
+``@stride_guard`` on a kernel derives the contract from the kernel's source through the
+linter's access model (see :mod:`stridecheck._guard_kernel`).
+
+torch is never imported by this module; tensors are only read through their attributes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from stridecheck._guard_plan import Reporter, generate_kernel_check, generate_wrapper
+from stridecheck._guard_spec import StrideGuardError, Tensor, build_contract, stride
+
+__all__ = ["stride_guard", "StrideGuardError", "Tensor", "stride", "GuardedKernel", "guard_mode"]
+
+_OFF = {"0", "off", "false", "no"}
+_RAISE = {"", "1", "on", "true", "yes", "raise"}
+
+
+def guard_mode() -> str:
+    """The mode ``STRIDECHECK_GUARD`` selects now: ``"off"``, ``"warn"`` or ``"raise"``.
+
+    Raises:
+        ValueError: an unknown value (the guard never guesses whether to run).
+    """
+    value = os.environ.get("STRIDECHECK_GUARD", "").strip().lower()
+    if value in _OFF:
+        return "off"
+    if value == "warn":
+        return "warn"
+    if value in _RAISE:
+        return "raise"
+    raise ValueError(f"STRIDECHECK_GUARD must be 0, 1 or warn, got {value!r}")
+
+
+def _is_triton_kernel(obj) -> bool:
+    # No triton import: a JITFunction / Autotuner / Heuristics is a triton object that launches
+    # through `obj[grid](...)` and has `run`.
+    mod = type(obj).__module__ or ""
+    return mod.startswith("triton") and hasattr(obj, "run") and hasattr(type(obj), "__getitem__")
+
+
+def _python_function(kernel):
+    """The plain Python function under a (possibly autotuned) Triton kernel."""
+    fn = kernel
+    for _ in range(16):
+        inner = getattr(fn, "fn", None)
+        if inner is None:
+            break
+        fn = inner
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise StrideGuardError(f"stride_guard: cannot find the Python function under {kernel!r}")
+    return fn
+
+
+class _GuardedLaunch:
+    __slots__ = ("_check", "_launch")
+
+    def __init__(self, check, launch) -> None:
+        self._check = check
+        self._launch = launch
+
+    def __call__(self, *args, **kwargs):
+        self._check(*args, **kwargs)
+        return self._launch(*args, **kwargs)
+
+
+class GuardedKernel:
+    """A Triton kernel whose launches are checked first; launches like the kernel.
+
+    ``k[grid](*args, **kwargs)`` runs the contract's checks on the launch arguments, then
+    ``kernel[grid](*args, **kwargs)``. ``k.run(*args, grid=..., **kwargs)`` is checked too.
+    Every other attribute (``fn``, ``cache``, ``arg_names``, ``warmup``...) is the kernel's.
+    ``k.contract`` is the contract checked, ``k.kernel`` the wrapped kernel.
+    """
+
+    def __init__(self, kernel, contract, check, source: str) -> None:
+        self.kernel = kernel
+        self.contract = contract
+        self._check = check
+        self._source = source
+        functools.update_wrapper(self, _python_function(kernel), updated=())
+
+    def __getitem__(self, grid):
+        return _GuardedLaunch(self._check, self.kernel[grid])
+
+    def run(self, *args, **kwargs):
+        self._check(*args, **{k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
+        return self.kernel.run(*args, **kwargs)
+
+    def __getattr__(self, name):
+        # Only reached for attributes not found on the wrapper: forward to the kernel.
+        return getattr(self.__dict__["kernel"], name)
+
+    def __repr__(self) -> str:
+        return f"<stride_guard of {self.kernel!r}>"
+
+
+def _wrap(obj, specs: dict, writes, mode: str):
+    if _is_triton_kernel(obj):
+        pyfn = _python_function(obj)
+        if specs:
+            contract = build_contract(pyfn, specs, writes)
+        else:
+            from stridecheck._guard_kernel import derive_contract
+
+            contract = derive_contract(obj, pyfn)
+        reporter = Reporter(contract, mode)
+        check, src = generate_kernel_check(pyfn, contract, reporter)
+        return GuardedKernel(obj, contract, check, src)
+    if not callable(obj):
+        raise StrideGuardError(f"stride_guard: can only wrap a function or a Triton kernel, got {obj!r}")
+    if not specs:
+        raise StrideGuardError(
+            f"stride_guard on {getattr(obj, '__name__', obj)}: a plain function needs specs, e.g. "
+            "@stride_guard(x='T V'); bare @stride_guard derives them only from a Triton kernel"
+        )
+    contract = build_contract(obj, specs, writes)
+    reporter = Reporter(contract, mode)
+    wrapper, src = generate_wrapper(obj, contract, reporter)
+    functools.update_wrapper(wrapper, obj)
+    wrapper.__stride_contract__ = contract
+    wrapper.__stride_guard_source__ = src
+    return wrapper
+
+
+def stride_guard(fn=None, /, *, writes=(), **specs):
+    """Check tensor layouts before a launcher or a Triton kernel runs.
+
+    Forms: ``@stride_guard(arg="spec", ..., writes=("out",))`` on a function or a Triton
+    kernel, and bare ``@stride_guard`` on a Triton kernel (contract derived from its source).
+    The spec language, the checks and the modes are documented in :mod:`stridecheck.guard`.
+
+    Returns:
+        The wrapped function (same signature; ``__wrapped__`` is the original and
+        ``__stride_contract__`` the contract), a :class:`GuardedKernel` for a Triton kernel, or
+        the object itself when ``STRIDECHECK_GUARD=0``.
+
+    Raises:
+        StrideGuardError: at decoration for a malformed spec; at call time when a layout breaks
+            the contract (unless ``STRIDECHECK_GUARD=warn``).
+        ValueError: ``STRIDECHECK_GUARD`` has an unknown value.
+    """
+    mode = guard_mode()
+    if fn is not None:
+        if mode == "off":
+            return fn
+        return _wrap(fn, specs, writes, mode)
+
+    def decorate(obj):
+        if mode == "off":
+            return obj
+        return _wrap(obj, specs, writes, mode)
+
+    return decorate
