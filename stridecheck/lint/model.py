@@ -161,6 +161,9 @@ class ArgOrigin:
     fresh: bool = False  # freshly allocated in the launcher (torch.empty...)
     factors: tuple["ArgOrigin", ...] = ()  # for PRODUCT
     literal: int | None = None  # for LITERAL
+    ndim: int | None = None  # the tensor's number of dimensions, when the launcher shows it (`n, v = t.shape`)
+    family: str | None = None  # TENSOR: the variable whose storage it views (`x2 = x.view(...)` -> "x")
+    like_of: str | None = None  # TENSOR: `torch.*_like(t)` / `t.clone()` -> "t"
 
 
 @dataclass(slots=True)
@@ -186,6 +189,8 @@ class Launch:
     guarded: bool = False  # the launcher is wrapped by @stride_guard
     width_checks: list[WidthCheck] = field(default_factory=list)
     grid_text: str = ""
+    grid: list[ArgOrigin] = field(default_factory=list)  # the grid's entries, when a tuple is visible
+    resolved_target: str | None = None  # `target` after a launcher-local alias (`k = _kernel; k[g](...)`)
 
 
 # ----------------------------------------------------------------------------- module

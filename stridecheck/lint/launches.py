@@ -1,0 +1,873 @@
+"""Launch sites and their launchers: what each launch argument is, as far as the launcher shows.
+
+Entry point (called by ``stridecheck.lint.access_model.build_module_model``)::
+
+    collect(module, positions, source, module_name=None, path=None) -> LaunchInfo
+
+* ``module``: the ``libcst.Module`` of the file.
+* ``positions``: libcst's ``PositionProvider`` mapping (node -> ``CodeRange``) for that module;
+  only the nodes that become spans are looked up (missing nodes get the span 1:1).
+* ``source``: the file's text; a file with no ``](`` and no ``.run(`` has no launch, and then only
+  its imports and kernel aliases are read (a handful of top-level statements).
+* ``module_name``: the dotted module name (``ModuleModel.module``) used to resolve relative imports;
+  ``path`` tells whether the module is a package ``__init__``. Without ``module_name`` a relative
+  import is kept with its leading dots and the linker resolves it from the model's path.
+
+It returns a :class:`LaunchInfo` with ``launches`` (every ``kernel[grid](...)`` and
+``kernel.run(...)`` in a function, method or at module level), ``imports`` (local name -> dotted
+name) and ``kernel_aliases`` (variable -> the name it holds, for ``k = _kernel``,
+``k = triton.autotune(...)(_impl)``, ``self.kernel = _kernel``). Nothing here knows which names are
+kernels: the linker resolves targets against the index of kernels of the whole tree.
+
+Provenance is tracked per launcher, statement by statement, in order: facts established on both
+arms of an ``if`` (or on the arm that does not raise/return) survive it; a loop body may not run,
+so its facts survive only where they agree with the facts before it. A fact is:
+
+* a tensor variable is *contiguous* (``.contiguous()``; a fresh ``torch.empty/zeros/ones/full/
+  rand*/arange/tensor`` or ``t.new_*`` without a non-default ``memory_format``; ``torch.*_like(t)``
+  or ``t.clone()`` only when ``t`` is itself contiguous or ``memory_format=torch.contiguous_format``
+  is given, since their default ``preserve_format`` keeps ``t``'s strides; ``view``/``reshape`` of a
+  contiguous tensor; a dominating ``assert t.is_contiguous()`` or
+  ``if not t.is_contiguous(): raise``), *fresh* (allocated in the launcher);
+* an integer variable came from ``t.shape[i]``/``t.size(i)``/tuple unpacking of ``t.shape``
+  (``n, v = logits.shape``), ``t.stride(i)``, ``t.numel()``, a product of sizes, or a literal;
+* a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something.
+
+Cost: one walk over the statements of the functions that hold a launch, nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import libcst as cst
+
+from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck
+
+__all__ = ["LaunchInfo", "collect"]
+
+_NO_SPAN = Span(1, 1, 1, 1)
+_LAUNCH_HINT = re.compile(r"\]\s*\(|\.run\s*\(")
+
+# Allocation functions whose result is a new, contiguous tensor unless a memory_format says otherwise.
+_FRESH_CONTIGUOUS = frozenset(
+    {
+        "empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange",
+        "tensor", "linspace", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor",
+    }
+)
+# Allocations that keep the layout of their source by default (memory_format=torch.preserve_format).
+_LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"})
+# Views and conversions that are contiguous when their source is (a reshape of a packed tensor is packed).
+_KEEPS_CONTIGUITY = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "to",
+                               "float", "half", "bfloat16", "int", "long", "cuda", "cpu", "type"})
+# Results that share storage with their source, with other strides (the source's "family").
+_VIEWS = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "transpose", "permute",
+                    "t", "T", "mT", "narrow", "select", "expand", "expand_as", "unflatten", "movedim",
+                    "as_strided", "unfold", "split", "chunk", "diagonal", "contiguous", "to", "detach"})
+
+
+@dataclass(slots=True)
+class LaunchInfo:
+    launches: list[Launch] = field(default_factory=list)
+    imports: dict[str, str] = field(default_factory=dict)
+    kernel_aliases: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tensor:
+    contiguous: bool = False
+    fresh: bool = False
+    family: str | None = None  # the variable whose storage it views (itself when unknown)
+    like_of: str | None = None  # torch.*_like(t) / t.clone(): t
+
+
+class _State:
+    """Facts known at one point of a launcher."""
+
+    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases")
+
+    def __init__(self):
+        self.tensors: dict[str, _Tensor] = {}
+        self.ints: dict[str, ArgOrigin] = {}
+        self.seqs: dict[str, cst.BaseExpression] = {}  # name -> tuple/list/dict/lambda expression
+        self.checks: dict[tuple, WidthCheck] = {}
+        self.aliases: dict[str, str] = {}
+
+    def copy(self) -> "_State":
+        s = _State()
+        s.tensors = dict(self.tensors)
+        s.ints = dict(self.ints)
+        s.seqs = dict(self.seqs)
+        s.checks = dict(self.checks)
+        s.aliases = dict(self.aliases)
+        return s
+
+    def kill(self, name: str) -> None:
+        self.tensors.pop(name, None)
+        self.ints.pop(name, None)
+        self.seqs.pop(name, None)
+        self.aliases.pop(name, None)
+
+    @staticmethod
+    def meet(states: list["_State"]) -> "_State":
+        """Facts that hold on every path."""
+        first, rest = states[0], states[1:]
+        out = first.copy()
+        for s in rest:
+            for attr in ("tensors", "ints", "seqs", "checks", "aliases"):
+                mine = getattr(out, attr)
+                theirs = getattr(s, attr)
+                for key in list(mine):
+                    if key not in theirs or theirs[key] is not mine[key] and theirs[key] != mine[key]:
+                        del mine[key]
+        return out
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _int_literal(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        v = _int_literal(node.expression)
+        return None if v is None else -v
+    return None
+
+
+def _kwarg(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def _positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def _method(call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
+    """``obj.name(...)`` -> (obj, name)."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.value, call.func.attr.value
+    return None
+
+
+def _is_contiguous_format(node: cst.BaseExpression | None) -> bool | None:
+    """None: no memory_format given; True: torch.contiguous_format; False: another format."""
+    if node is None:
+        return None
+    d = dotted(node) or ""
+    return d.endswith("contiguous_format")
+
+
+def _ends_in_exit(block: cst.BaseSuite) -> bool:
+    body = block.body
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, (cst.Raise, cst.Return, cst.Continue, cst.Break)) for s in last.body)
+    if isinstance(block, cst.SimpleStatementSuite):
+        return any(isinstance(s, (cst.Raise, cst.Return, cst.Continue, cst.Break)) for s in body)
+    return False
+
+
+def _sub_index(node: cst.Subscript) -> cst.BaseExpression | None:
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return node.slice[0].slice.value
+    return None
+
+
+def _stmts(block: cst.BaseSuite) -> list:
+    return list(block.body)
+
+
+# ----------------------------------------------------------------------------- the collector
+
+
+class _Collector:
+    def __init__(self, module: cst.Module, positions: Mapping, module_name: str | None, is_package: bool):
+        self.module = module
+        self.positions = positions
+        self.module_name = module_name
+        self.is_package = is_package
+        self.info = LaunchInfo()
+        self._conflicting_aliases: set[str] = set()
+        self.hint_lines: list[int] | None = None  # lines holding `](` / `.run(`; None: look everywhere
+
+    # -- spans and text
+
+    def span(self, node: cst.CSTNode) -> Span:
+        try:
+            r = self.positions[node]
+        except (KeyError, TypeError):
+            return _NO_SPAN
+        return Span(r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+
+    def text(self, node: cst.CSTNode) -> str:
+        d = dotted(node) if isinstance(node, cst.BaseExpression) else None
+        if d is not None:
+            return d
+        return self.module.code_for_node(node).strip()
+
+    # -- imports and module-level aliases
+
+    def _resolve_relative(self, relative: int, name: str) -> str:
+        if not relative:
+            return name
+        if self.module_name is None:
+            return "." * relative + name
+        parts = self.module_name.split(".")
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+            package = parts
+        else:
+            package = parts if self.is_package else parts[:-1]
+        base = package[: len(package) - (relative - 1)] if relative > 1 else package
+        return ".".join([*base, name] if name else base)
+
+    def add_import(self, stmt: cst.CSTNode) -> None:
+        imports = self.info.imports
+        if isinstance(stmt, cst.Import):
+            for alias in stmt.names:
+                full = dotted(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    imports[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    imports.setdefault(head, head)
+        elif isinstance(stmt, cst.ImportFrom):
+            if isinstance(stmt.names, cst.ImportStar):
+                return
+            mod = dotted(stmt.module) if stmt.module is not None else ""
+            base = self._resolve_relative(len(stmt.relative), mod or "")
+            for alias in stmt.names:
+                name = dotted(alias.name)
+                if name is None:
+                    continue
+                local = name
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    local = alias.asname.name.value
+                full = f"{base}.{name}" if base and not base.endswith(".") else f"{base}{name}"
+                imports[local] = full
+
+    def add_alias(self, target: str, value: cst.BaseExpression) -> None:
+        held = self._held_kernel(value)
+        if held is None or held == target:
+            return
+        if target in self._conflicting_aliases:
+            return
+        old = self.info.kernel_aliases.get(target)
+        if old is not None and old != held:
+            del self.info.kernel_aliases[target]
+            self._conflicting_aliases.add(target)
+            return
+        self.info.kernel_aliases[target] = held
+
+    @staticmethod
+    def _held_kernel(value: cst.BaseExpression) -> str | None:
+        """``_k`` for ``_k``, ``triton.jit(_k)``, ``triton.autotune(...)(_k)``, ``jit(**kw)(_k)``."""
+        d = dotted(value)
+        if d is not None:
+            return d
+        if isinstance(value, cst.Call):
+            pos = _positional(value)
+            if len(pos) == 1 and len(value.args) == 1:
+                func = value.func
+                name = dotted(func.func) if isinstance(func, cst.Call) else dotted(func)
+                if name and name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
+                    return dotted(pos[0])
+        return None
+
+    def module_level(self, body) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        self.add_import(small)
+                    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        t = small.targets[0].target
+                        if isinstance(t, cst.Name):
+                            self.add_alias(t.value, small.value)
+            elif isinstance(stmt, (cst.If, cst.Try)):
+                self.module_level(_stmts(stmt.body))
+                other = []
+                if isinstance(stmt, cst.If) and stmt.orelse is not None:
+                    other = [stmt.orelse] if isinstance(stmt.orelse, cst.If) else _stmts(stmt.orelse.body)
+                elif isinstance(stmt, cst.Try):
+                    for h in stmt.handlers:
+                        other.extend(_stmts(h.body))
+                    if stmt.orelse is not None:
+                        other.extend(_stmts(stmt.orelse.body))
+                self.module_level(other)
+
+    # -- functions
+
+    def functions(self, body, scan: bool) -> None:
+        """Walk defs (top level, in classes, nested) and analyse those that may hold a launch."""
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                self.function(stmt, scan)
+            elif isinstance(stmt, cst.ClassDef):
+                self.functions(_stmts(stmt.body), scan)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+                self.functions(_stmts(stmt.body), scan)
+
+    def function(self, fn: cst.FunctionDef, scan: bool) -> None:
+        if not scan:
+            return
+        if self.hint_lines is not None:
+            sp = self.span(fn)
+            if sp is not _NO_SPAN and not any(sp.line <= ln <= sp.end_line for ln in self.hint_lines):
+                return
+        guarded = any(
+            (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+            .split(".")[-1] == "stride_guard"
+            for d in fn.decorators
+        )
+        self._fn = fn.name.value
+        self._guarded = guarded
+        state = _State()
+        self.block(_stmts(fn.body), state, scan)
+
+    def block(self, stmts, state: _State, scan: bool) -> bool:
+        """Walk statements in order, updating ``state``; True when the block always exits."""
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    self.small(small, state, scan)
+                    if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+                        return True
+            elif isinstance(stmt, cst.If):
+                self.if_(stmt, state, scan)
+            elif isinstance(stmt, (cst.For, cst.While)):
+                if isinstance(stmt, cst.For):
+                    for name in _target_names(stmt.target):
+                        state.kill(name)
+                    if scan:
+                        self.find_launches(stmt.iter, state)
+                elif scan:
+                    self.find_launches(stmt.test, state)
+                inner = state.copy()
+                self.block(_stmts(stmt.body), inner, scan)
+                merged = _State.meet([state, inner])
+                _assign_state(state, merged)
+                if stmt.orelse is not None:
+                    self.block(_stmts(stmt.orelse.body), state, scan)
+            elif isinstance(stmt, cst.With):
+                for item in stmt.items:
+                    if scan:
+                        self.find_launches(item.item, state)
+                    if item.asname is not None:
+                        for name in _target_names(item.asname.name):
+                            state.kill(name)
+                if self.block(_stmts(stmt.body), state, scan):
+                    return True
+            elif isinstance(stmt, cst.Try):
+                self.block(_stmts(stmt.body), state, scan)
+                for h in stmt.handlers:
+                    self.block(_stmts(h.body), state.copy(), scan)
+                if stmt.orelse is not None:
+                    self.block(_stmts(stmt.orelse.body), state, scan)
+                if stmt.finalbody is not None:
+                    self.block(_stmts(stmt.finalbody.body), state, scan)
+            elif isinstance(stmt, cst.FunctionDef):
+                saved = (self._fn, self._guarded)
+                self.function(stmt, scan)
+                self._fn, self._guarded = saved
+                state.kill(stmt.name.value)
+            elif isinstance(stmt, cst.ClassDef):
+                self.functions(_stmts(stmt.body), scan)
+        return False
+
+    def if_(self, stmt: cst.If, state: _State, scan: bool) -> None:
+        if scan:
+            self.find_launches(stmt.test, state)
+        then_state = state.copy()
+        self.assume(stmt.test, then_state, truth=True)
+        then_exits = self.block(_stmts(stmt.body), then_state, scan)
+        else_state = state.copy()
+        self.assume(stmt.test, else_state, truth=False)
+        if then_exits:
+            # `if <bad>: raise`: what follows runs only when the test was false.
+            self.record_checks(stmt.test, else_state)
+        else_exits = False
+        if isinstance(stmt.orelse, cst.If):
+            self.if_(stmt.orelse, else_state, scan)
+        elif isinstance(stmt.orelse, cst.Else):
+            else_exits = self.block(_stmts(stmt.orelse.body), else_state, scan)
+        live = [s for s, ex in ((then_state, then_exits), (else_state, else_exits)) if not ex]
+        _assign_state(state, _State.meet(live) if live else state)
+
+    def assume(self, test: cst.BaseExpression, state: _State, truth: bool) -> None:
+        """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()`` and its negation)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self.assume(test.expression, state, not truth)
+            return
+        if isinstance(test, cst.BooleanOperation):
+            if truth and isinstance(test.operator, cst.And) or not truth and isinstance(test.operator, cst.Or):
+                self.assume(test.left, state, truth)
+                self.assume(test.right, state, truth)
+            return
+        if truth and isinstance(test, cst.Call):
+            m = _method(test)
+            if m is not None and m[1] == "is_contiguous" and not test.args:
+                name = dotted(m[0])
+                if name is not None:
+                    old = state.tensors.get(name, _Tensor(family=name))
+                    state.tensors[name] = replace(old, contiguous=True)
+
+    def record_checks(self, test: cst.BaseExpression, state: _State) -> None:
+        for comp in _comparisons(test):
+            sides = [comp.left, *(t.comparator for t in comp.comparisons)]
+            refs = [self.size_ref(s, state) for s in sides]
+            for i, ref in enumerate(refs):
+                if ref is None:
+                    continue
+                others = [self.text(s) for j, s in enumerate(sides) if j != i]
+                tensor, dim = ref
+                check = WidthCheck(tensor, dim, " ".join(others), self.span(comp))
+                state.checks[(tensor, dim, check.against, check.span)] = check
+
+    def size_ref(self, node: cst.BaseExpression, state: _State) -> tuple[str, int | None] | None:
+        """(tensor, dim) when ``node`` is a tensor's extent (``t.size(-1)``, ``t.shape``)."""
+        if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+            name = self.tensor_name(node.value)
+            return (name, None) if name else None
+        o = self.origin(node, state)
+        if o.kind is OriginKind.SHAPE and o.tensor is not None:
+            return o.tensor, o.dim
+        return None
+
+    # -- statements
+
+    def small(self, small: cst.CSTNode, state: _State, scan: bool) -> None:
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            self.add_import(small)
+            return
+        if isinstance(small, cst.Assert):
+            self.assume(small.test, state, truth=True)
+            self.record_checks(small.test, state)
+            return
+        if scan:
+            self.find_launches(small, state)
+        if isinstance(small, cst.Assign):
+            value = small.value
+            for target in small.targets:
+                self.assign(target.target, value, state)
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            self.assign(small.target, small.value, state)
+        elif isinstance(small, cst.AugAssign):
+            for name in _target_names(small.target):
+                state.kill(name)
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            call = small.value
+            # torch._check(t.is_contiguous()) / torch._check(cond, msg)
+            if (dotted(call.func) or "").endswith("_check") and call.args:
+                self.assume(call.args[0].value, state, truth=True)
+                self.record_checks(call.args[0].value, state)
+
+    def assign(self, target: cst.BaseExpression, value: cst.BaseExpression, state: _State) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            self.unpack(target, value, state)
+            return
+        if isinstance(target, cst.Attribute):
+            d = dotted(target)
+            if d is not None and d.startswith("self."):
+                self.add_alias(d, value)
+            return
+        if not isinstance(target, cst.Name):
+            return
+        name = target.value
+        facts = self.tensor_facts(value, state)
+        origin = self.origin(value, state)
+        seq = value if isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Lambda)) else None
+        if isinstance(value, cst.Call) and (dotted(value.func) or "") == "dict":
+            seq = value
+        held = self._held_kernel(value)
+        state.kill(name)
+        if facts is not None:
+            state.tensors[name] = facts
+        elif isinstance(value, cst.Name) and value.value in state.tensors:
+            state.tensors[name] = state.tensors[value.value]
+        if origin.kind in (OriginKind.SHAPE, OriginKind.STRIDE, OriginKind.NUMEL, OriginKind.PRODUCT,
+                           OriginKind.LITERAL):
+            state.ints[name] = origin
+        if seq is not None:
+            state.seqs[name] = seq
+        if held is not None and held != name:
+            state.aliases[name] = state.aliases.get(held, held)
+
+    def unpack(self, target, value, state: _State) -> None:
+        elements = target.elements
+        names = [e.value for e in elements]
+        for n in names:
+            for k in _target_names(n):
+                state.kill(k)
+        # n, v = logits.shape / logits.size() / logits.stride()
+        kind = None
+        base = None
+        if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            kind, base = OriginKind.SHAPE, value.value
+        elif isinstance(value, cst.Call) and not value.args:
+            m = _method(value)
+            if m is not None and m[1] in ("size", "stride"):
+                kind = OriginKind.SHAPE if m[1] == "size" else OriginKind.STRIDE
+                base = m[0]
+        if kind is not None:
+            tensor = self.tensor_name(base)
+            if tensor is None:
+                return
+            starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+            ndim = None if starred else len(elements)
+            for i, e in enumerate(elements):
+                if isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name):
+                    continue
+                dim = i if not starred or i < starred[0] else i - len(elements)
+                state.ints[e.value.value] = ArgOrigin(
+                    kind, f"{tensor}.{'stride' if kind is OriginKind.STRIDE else 'size'}({dim})",
+                    _NO_SPAN, tensor=tensor, dim=dim, ndim=ndim,
+                )
+            return
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+            if any(isinstance(e, cst.StarredElement) for e in (*elements, *value.elements)):
+                return
+            for t, v in zip(elements, value.elements):
+                self.assign(t.value, v.value, state)
+
+    # -- expressions
+
+    def tensor_name(self, node: cst.BaseExpression) -> str | None:
+        d = dotted(node)
+        if d is not None:
+            return d
+        if isinstance(node, cst.Call):
+            m = _method(node)
+            if m is not None and m[1] == "contiguous":
+                return self.tensor_name(m[0])
+        return None
+
+    def family(self, name: str, state: _State) -> str:
+        t = state.tensors.get(name)
+        return t.family if t is not None and t.family else name
+
+    def tensor_facts(self, node: cst.BaseExpression, state: _State) -> _Tensor | None:
+        """What a tensor-valued expression is, or None when it is nothing known."""
+        if isinstance(node, cst.Name):
+            return state.tensors.get(node.value)
+        if isinstance(node, cst.IfExp):
+            # `x if x.is_contiguous() else x.contiguous()`
+            body_state = state.copy()
+            self.assume(node.test, body_state, truth=True)
+            a = self.tensor_facts(node.body, body_state)
+            else_state = state.copy()
+            self.assume(node.test, else_state, truth=False)
+            b = self.tensor_facts(node.orelse, else_state)
+            if a is not None and b is not None and a.contiguous and b.contiguous:
+                return _Tensor(contiguous=True, fresh=a.fresh and b.fresh, family=a.family or b.family)
+            return None
+        if not isinstance(node, cst.Call):
+            return None
+        fname = dotted(node.func) or ""
+        last = fname.split(".")[-1]
+        m = _method(node)
+        fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
+        if last in _FRESH_CONTIGUOUS and (m is None or last.startswith("new_") or _is_torch(fname)):
+            return _Tensor(contiguous=fmt is not False, fresh=True)
+        if last == "empty_strided":
+            return _Tensor(fresh=True)
+        if last in _LIKE or (last == "clone" and m is not None):
+            src_node = m[0] if last == "clone" else (node.args[0].value if node.args else None)
+            src = self.tensor_name(src_node) if src_node is not None else None
+            src_facts = self.tensor_facts(src_node, state) if src_node is not None else None
+            if isinstance(src_node, cst.Call) and _method(src_node) and _method(src_node)[1] == "contiguous":
+                src_facts = _Tensor(contiguous=True)
+            contiguous = fmt is True or (fmt is None and src_facts is not None and src_facts.contiguous)
+            return _Tensor(contiguous=contiguous, fresh=True, like_of=src)
+        if m is not None:
+            base, meth = m
+            base_name = self.tensor_name(base)
+            base_facts = self.tensor_facts(base, state)
+            fam = self.family(base_name, state) if base_name else None
+            if meth == "contiguous":
+                return _Tensor(contiguous=True, fresh=False, family=fam)
+            if meth in _KEEPS_CONTIGUITY:
+                return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam)
+            if meth in _VIEWS:
+                return _Tensor(family=fam)
+        return None
+
+    def origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
+        """What one expression is, as far as the launcher shows (span/text filled by the caller)."""
+        lit = _int_literal(node)
+        if lit is not None:
+            return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=lit)
+        if isinstance(node, cst.Name):
+            known = state.ints.get(node.value)
+            if known is not None:
+                return known
+            facts = state.tensors.get(node.value)
+            return self._tensor_origin(node.value, facts, state)
+        if isinstance(node, cst.Subscript):
+            idx = _sub_index(node)
+            i = _int_literal(idx) if idx is not None else None
+            base = node.value
+            if isinstance(base, cst.Attribute) and base.attr.value == "shape":
+                t = self.tensor_name(base.value)
+                if t is not None:
+                    return ArgOrigin(OriginKind.SHAPE, "", _NO_SPAN, tensor=t, dim=i)
+            if isinstance(base, cst.Call) and not base.args and i is not None:
+                m = _method(base)
+                if m is not None and m[1] in ("size", "stride"):
+                    t = self.tensor_name(m[0])
+                    if t is not None:
+                        kind = OriginKind.SHAPE if m[1] == "size" else OriginKind.STRIDE
+                        return ArgOrigin(kind, "", _NO_SPAN, tensor=t, dim=i)
+            d = dotted(base)
+            if d is not None and d in state.seqs and i is not None:
+                seq = state.seqs[d]
+                if isinstance(seq, (cst.Tuple, cst.List)) and -len(seq.elements) <= i < len(seq.elements):
+                    el = seq.elements[i]
+                    if isinstance(el, cst.Element):
+                        return self.origin(el.value, state)
+            return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+        if isinstance(node, cst.Call):
+            m = _method(node)
+            fname = dotted(node.func) or ""
+            if m is not None:
+                base, meth = m
+                pos = _positional(node)
+                if meth in ("size", "stride", "numel", "nelement", "dim") and len(node.args) <= 1:
+                    t = self.tensor_name(base)
+                    if t is not None:
+                        if meth in ("numel", "nelement"):
+                            return ArgOrigin(OriginKind.NUMEL, "", _NO_SPAN, tensor=t)
+                        if meth == "dim":
+                            return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+                        if len(pos) == 1:
+                            kind = OriginKind.SHAPE if meth == "size" else OriginKind.STRIDE
+                            return ArgOrigin(kind, "", _NO_SPAN, tensor=t, dim=_int_literal(pos[0]))
+            if fname in ("int", "len") and len(node.args) == 1:
+                inner = self.origin(node.args[0].value, state)
+                if fname == "int":
+                    return inner
+                t = self.tensor_name(node.args[0].value)
+                if t is not None:
+                    return ArgOrigin(OriginKind.SHAPE, "", _NO_SPAN, tensor=t, dim=0)
+                return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+            facts = self.tensor_facts(node, state)
+            if facts is not None:
+                name = self.tensor_name(node)
+                if name is None and m is not None:
+                    name = self.tensor_name(m[0])
+                return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name,
+                                 contiguous=facts.contiguous, fresh=facts.fresh,
+                                 family=facts.family or name, like_of=facts.like_of)
+            return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            left = self.origin(node.left, state)
+            right = self.origin(node.right, state)
+            kinds = {left.kind, right.kind}
+            if OriginKind.STRIDE in kinds:
+                s = left if left.kind is OriginKind.STRIDE else right
+                return ArgOrigin(OriginKind.STRIDE, "", _NO_SPAN, tensor=s.tensor, dim=None, factors=(left, right))
+            sizes = {OriginKind.SHAPE, OriginKind.NUMEL, OriginKind.PRODUCT}
+            if kinds <= sizes | {OriginKind.LITERAL}:
+                if kinds == {OriginKind.LITERAL}:
+                    return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=left.literal * right.literal)
+                return ArgOrigin(OriginKind.PRODUCT, "", _NO_SPAN, factors=(left, right))
+            return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+        if isinstance(node, cst.Attribute):
+            d = dotted(node)
+            if d is not None:
+                return self._tensor_origin(d, state.tensors.get(d), state)
+        return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+
+    def _tensor_origin(self, name: str, facts: _Tensor | None, state: _State) -> ArgOrigin:
+        if facts is None:
+            return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name)
+        return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
+                         fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of)
+
+    def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
+        o = self.origin(node, state)
+        return replace(o, text=self.text(node), span=self.span(node))
+
+    # -- launches
+
+    def find_launches(self, node: cst.CSTNode, state: _State) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Call):
+                self.maybe_launch(n, state)
+            elif isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(n, (cst.Name, cst.Integer, cst.SimpleString, cst.Float)):
+                continue
+            stack.extend(n.children)
+
+    def maybe_launch(self, call: cst.Call, state: _State) -> None:
+        func = call.func
+        grid_node = None
+        if isinstance(func, cst.Subscript):
+            target = dotted(func.value)
+            grid_node = _sub_index(func)
+        elif isinstance(func, cst.Attribute) and func.attr.value == "run":
+            target = dotted(func.value)
+            grid_node = _kwarg(call, "grid")
+        else:
+            return
+        if target is None:
+            return
+        head, _, rest = target.partition(".")
+        resolved = None
+        if head in state.aliases:
+            resolved = state.aliases[head] + ("." + rest if rest else "")
+        launch = Launch(target=target, span=self.span(call), launcher=self._fn, guarded=self._guarded,
+                        resolved_target=resolved)
+        if grid_node is not None:
+            launch.grid_text = self.text(grid_node)
+            launch.grid = self.grid_origins(grid_node, state)
+        for arg in call.args:
+            if arg.star == "*":
+                seq = self._seq(arg.value, state)
+                if isinstance(seq, (cst.Tuple, cst.List)) and not any(
+                    isinstance(e, cst.StarredElement) for e in seq.elements
+                ):
+                    launch.args.extend(self.arg_origin(e.value, state) for e in seq.elements)
+                else:
+                    launch.star_args = True
+            elif arg.star == "**":
+                seq = self._seq(arg.value, state)
+                pairs = _dict_pairs(seq) if seq is not None else None
+                if pairs is None:
+                    launch.star_args = True
+                else:
+                    for k, v in pairs:
+                        launch.kwargs[k] = self.arg_origin(v, state)
+            elif arg.keyword is not None:
+                launch.kwargs[arg.keyword.value] = self.arg_origin(arg.value, state)
+            else:
+                launch.args.append(self.arg_origin(arg.value, state))
+        launch.width_checks = list(state.checks.values())
+        self.info.launches.append(launch)
+
+    def _seq(self, node: cst.BaseExpression, state: _State):
+        if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+            return node
+        if isinstance(node, cst.Name):
+            return state.seqs.get(node.value)
+        return None
+
+    def grid_origins(self, node: cst.BaseExpression, state: _State) -> list[ArgOrigin]:
+        seq = self._seq(node, state)
+        if isinstance(seq, cst.Lambda):
+            seq = seq.body
+        if isinstance(seq, (cst.Tuple, cst.List)):
+            return [self.arg_origin(e.value, state) for e in seq.elements if isinstance(e, cst.Element)]
+        return []
+
+
+def _is_torch(fname: str) -> bool:
+    return fname.split(".")[0] in ("torch", "th") or fname in _FRESH_CONTIGUOUS
+
+
+def _dict_pairs(node) -> list[tuple[str, cst.BaseExpression]] | None:
+    if isinstance(node, cst.Dict):
+        out = []
+        for el in node.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            out.append((el.key.evaluated_value, el.value))
+        return out
+    if isinstance(node, cst.Call) and (dotted(node.func) or "") == "dict":
+        out = []
+        for a in node.args:
+            if a.keyword is None:
+                return None
+            out.append((a.keyword.value, a.value))
+        return out
+    return None
+
+
+def _comparisons(test: cst.BaseExpression):
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Comparison):
+            yield n
+        elif isinstance(n, cst.BooleanOperation):
+            stack.extend((n.left, n.right))
+        elif isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not):
+            stack.append(n.expression)
+        elif isinstance(n, cst.Call) and (dotted(n.func) or "") in ("all", "any") and n.args:
+            stack.append(n.args[0].value)
+
+
+def _target_names(node) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        out = []
+        for e in node.elements:
+            out.extend(_target_names(e.value))
+        return out
+    if isinstance(node, cst.StarredElement):
+        return _target_names(node.value)
+    return []
+
+
+def _assign_state(dst: _State, src: _State) -> None:
+    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases = (
+        src.tensors, src.ints, src.seqs, src.checks, src.aliases,
+    )
+
+
+def collect(
+    module: cst.Module,
+    positions: Mapping,
+    source: str,
+    module_name: str | None = None,
+    path: str | None = None,
+) -> LaunchInfo:
+    """Launches, imports and kernel aliases of one module (see the module docstring).
+
+    ``module`` is the parsed ``libcst.Module``; ``positions`` maps its nodes to ``CodeRange``
+    (libcst's ``PositionProvider``); ``source`` is its text. Never raises on valid libcst input.
+    """
+    is_package = bool(path) and path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py"
+    c = _Collector(module, positions, module_name, is_package)
+    body = list(module.body)
+    c.module_level(body)
+    hints = [m.end() for m in _LAUNCH_HINT.finditer(source)]
+    scan = bool(hints)
+    if scan:
+        c.hint_lines = sorted({source.count("\n", 0, end) + 1 for end in hints})
+    c._fn, c._guarded = None, False
+    c.functions(body, scan)
+    if scan:
+        # Launches at module level (scripts, benchmarks).
+        c.block([s for s in body if isinstance(s, cst.SimpleStatementLine)], _State(), True)
+    return c.info
