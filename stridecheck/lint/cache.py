@@ -1,0 +1,88 @@
+"""The per-file model cache, ``.stridecheck_cache/`` at the project root (as ruff's ``.ruff_cache``).
+
+What is cached is the outcome of building one file's model (the ``ModuleModel``, or the parse
+failure), never findings: the rules always run over every model of the tree, so cross-file rules
+stay right when only some files changed. One pickle per (linter version, analysis options)
+holds ``{(path, module): (content digest, outcome)}``; an entry is used only when the file's
+bytes hash to the same digest. The file is replaced atomically, so concurrent runs can lose each
+other's additions but never read a torn file. A cache that cannot be read is ignored; one that
+cannot be written is skipped silently (linting never fails because of the cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from stridecheck import __version__
+from stridecheck.lint.analysis import AnalysisOptions
+
+CACHE_DIR_NAME = ".stridecheck_cache"
+_FORMAT = 1  # bump when the layout of the cache file changes
+
+
+class Cache:
+    def __init__(self, file: Path, entries: dict):
+        self.file = file
+        self.entries = entries
+        self.dirty = False
+
+    @classmethod
+    def open(cls, directory: Path, options: AnalysisOptions) -> Cache:
+        key = hashlib.blake2b(
+            repr((_FORMAT, __version__, options.cache_key())).encode(), digest_size=8
+        ).hexdigest()
+        file = Path(directory) / f"models-{__version__}-{key}.pickle"
+        entries: dict = {}
+        try:
+            with open(file, "rb") as fh:
+                loaded = pickle.load(fh)
+            if isinstance(loaded, dict):
+                entries = loaded
+        except FileNotFoundError:
+            pass
+        except Exception:  # noqa: BLE001 - a corrupt or foreign cache is only a cold start
+            entries = {}
+        return cls(file, entries)
+
+    def get(self, key: tuple[str, str | None], digest: bytes):
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] == digest:
+            return entry[1]
+        return None
+
+    def put(self, key: tuple[str, str | None], digest: bytes, outcome: tuple) -> None:
+        self.entries[key] = (digest, outcome)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        directory = self.file.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            gitignore = directory / ".gitignore"
+            if not gitignore.exists():
+                # Keep the cache out of version control without touching the user's .gitignore.
+                gitignore.write_text("# Automatically created by stridecheck.\n*\n", encoding="utf-8")
+            tag = directory / "CACHEDIR.TAG"
+            if not tag.exists():  # https://bford.info/cachedir/ : backup tools skip this directory
+                tag.write_text(
+                    "Signature: 8a477f597d28d172789f06886806bc55\n"
+                    "# This file is a cache directory tag created by stridecheck.\n",
+                    encoding="utf-8",
+                )
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".models-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump(self.entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, self.file)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            return
+        self.dirty = False

@@ -1,0 +1,400 @@
+"""One lint run: files -> bytes -> (cache | parse in workers) -> models -> rules -> selected findings.
+
+The steps, in order:
+
+1. Read each file's bytes. A discovered file whose bytes never mention ``triton`` is skipped
+   before anything else (most files of a real repository). Files too large, holding a NUL byte,
+   undecodable in their declared encoding (PEP 263 cookie, UTF-8 by default) or unreadable get
+   one ``SC000 parse-error`` finding with the reason (for files that pass the prefilter or were
+   named explicitly).
+2. Models come from the cache (keyed by content hash, linter version and analysis options) or
+   from :func:`stridecheck.lint.analysis.build_module_model`, run in worker processes
+   (``ProcessPoolExecutor``, chunked) for large runs and serially for small ones.
+   ``ParseFailure`` becomes SC000 at its line; any other exception becomes an internal error
+   naming the file, and the run goes on.
+3. :func:`stridecheck.lint.analysis.check_tree` judges all models together, so cross-file rules
+   see the whole tree even when most models came from the cache.
+4. Suppression comments, then selection (select / ignore / per-file-ignores / tiers), then a
+   deterministic order (path, line, column, code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import multiprocessing
+import os
+import sys
+import time
+import tokenize
+import traceback
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from stridecheck import __version__
+from stridecheck.lint import analysis, catalogue
+from stridecheck.lint.analysis import AnalysisOptions
+from stridecheck.lint.config import DEFAULT_MAX_FILE_SIZE
+from stridecheck.lint.model import Finding, ModuleModel, Span
+from stridecheck.lint.suppression import apply_suppressions, parse_suppressions, unused_suppressions
+
+PREFILTER = b"triton"
+SERIAL_BELOW = 16  # fewer files to parse than this: starting workers costs more than it saves
+
+
+@dataclass(frozen=True, slots=True)
+class FileInput:
+    path: str  # as reported
+    explicit: bool = False  # named on the command line (or standard input)
+    data: bytes | None = None  # the content, when not read from `path` (stdin, --diff rounds)
+    cacheable: bool = True
+
+
+@dataclass
+class RunOptions:
+    select: tuple[str, ...] | None = None  # None: every default-tier rule
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    preview: bool = False
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
+    jobs: int | None = None  # None: the CPU count
+    cache_dir: Path | None = None  # None: no cache
+    root: Path = field(default_factory=Path.cwd)  # project root (per-file-ignores are relative to it)
+
+
+@dataclass
+class RunResult:
+    findings: list[Finding]  # reported: selected, not suppressed, sorted
+    files_checked: int
+    files_parsed: int  # build_module_model calls made (0 on a warm run over an unchanged tree)
+    internal_errors: list[tuple[str, str]]  # (path, message)
+    elapsed: float  # seconds
+    raw: dict[str, bytes] = field(default_factory=dict)  # bytes of every file that passed the prefilter
+    encodings: dict[str, str] = field(default_factory=dict)
+
+    def text(self, path: str) -> str | None:
+        """The decoded source of ``path`` (None when it was not read or is not decodable)."""
+        data = self.raw.get(path)
+        if data is None:
+            return None
+        try:
+            return data.decode(self.encodings.get(path, "utf-8"))
+        except (UnicodeDecodeError, LookupError):
+            return None
+
+
+# --------------------------------------------------------------------------- selection
+
+
+class Selection:
+    """Which codes are reported for which path.
+
+    Like ruff: the most specific matching selector wins between ``select`` and ``ignore`` (a tie
+    goes to ``ignore``); ``per-file-ignores`` always win. ``opt-in`` rules (SC100) are reported
+    only when their full code is selected; ``preview`` rules and preview-tier findings only with
+    ``preview``.
+    """
+
+    def __init__(self, options: RunOptions):
+        self.select = options.select
+        self.ignore = options.ignore
+        self.preview = options.preview
+        self.root = Path(os.path.abspath(options.root))
+        self.per_file = [
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), codes)
+            for pattern, codes in options.per_file_ignores.items()
+        ]
+        self._rules = catalogue.load()
+        self._per_path: dict[str, tuple[str, ...]] = {}
+
+    @staticmethod
+    def _best(selectors: Sequence[str], code: str) -> int:
+        best = -1
+        for sel in selectors:
+            if sel == "ALL":
+                best = max(best, 0)
+            elif code.startswith(sel):
+                best = max(best, len(sel))
+        return best
+
+    def code_enabled(self, code: str) -> bool:
+        rule = self._rules.get(code)
+        tier = rule.tier if rule else "default"
+        if tier == "opt-in":
+            return self.select is not None and code in self.select and code not in self.ignore
+        if tier == "preview" and not self.preview:
+            return False
+        chosen = self._best(self.select if self.select is not None else ("ALL",), code)
+        return chosen >= 0 and chosen > self._best(self.ignore, code)
+
+    def _file_ignores(self, path: str) -> tuple[str, ...]:
+        if path not in self._per_path:
+            codes: list[str] = []
+            if self.per_file:
+                try:
+                    rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+                except ValueError:
+                    rel = Path(path).as_posix()
+                for spec, ignored in self.per_file:
+                    if spec.match_file(rel):
+                        codes.extend(ignored)
+            self._per_path[path] = tuple(codes)
+        return self._per_path[path]
+
+    def enabled(self, finding_or_code: Finding | str, path: str) -> bool:
+        if isinstance(finding_or_code, Finding):
+            code = finding_or_code.code
+            if finding_or_code.preview and not self.preview:
+                return False
+        else:
+            code = finding_or_code
+        if not self.code_enabled(code):
+            return False
+        return not any(code == c or code.startswith(c) or c == "ALL" for c in self._file_ignores(path))
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class BadInput(Exception):
+    """A file that cannot be checked: the reason, and where in the file when known."""
+
+    def __init__(self, reason: str, line: int = 1, column: int = 1):
+        super().__init__(reason)
+        self.reason, self.line, self.column = reason, line, column
+
+
+def detect_encoding(data: bytes) -> str:
+    """The file's declared encoding (PEP 263 cookie or BOM; UTF-8 by default).
+
+    Raises :class:`BadInput` for an unknown or contradictory declaration.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise BadInput(f"invalid encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}", exc.lineno or 1)
+    return encoding
+
+
+def decode_source(data: bytes, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[str, str]:
+    """``(text, encoding)`` of a source file's bytes; raises :class:`BadInput` with the reason."""
+    if len(data) > max_size:
+        raise BadInput(
+            f"file is {len(data):,} bytes, larger than the limit of {max_size:,} bytes "
+            "(max-file-size); not checked"
+        )
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        column = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
+        raise BadInput("file contains a NUL byte (binary data?); not checked", line, column)
+    encoding = detect_encoding(data)
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise BadInput(
+            f"not valid {encoding}: byte 0x{data[exc.start]:02x} cannot be decoded ({exc.reason}); not checked",
+            line,
+            column,
+        ) from None
+    return text, encoding
+
+
+def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
+    """The dotted module name of ``path``: its stem, prefixed by every enclosing directory that is
+    a package (holds ``__init__.py``). None for a name that is not an identifier."""
+    p = Path(os.path.abspath(path))
+    parts = [] if p.name == "__init__.py" else [p.stem]
+    directory = p.parent
+    while True:
+        key = str(directory)
+        if _known is not None and key in _known:
+            is_pkg = _known[key]
+        else:
+            is_pkg = (directory / "__init__.py").is_file()
+            if _known is not None:
+                _known[key] = is_pkg
+        if not is_pkg or directory.parent == directory:
+            break
+        parts.append(directory.name)
+        directory = directory.parent
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(reversed(parts))
+
+
+# --------------------------------------------------------------------------- parsing (workers)
+
+# Outcomes of one file's analysis; plain tuples so they pickle cheaply between processes.
+#   ("model", ModuleModel) | ("parse", reason, line, column) | ("internal", message)
+
+
+def build_one(task: tuple[str, str, str | None, AnalysisOptions]) -> tuple:
+    path, text, module, options = task
+    try:
+        return ("model", analysis.build_module_model(text, path=path, module=module, options=options))
+    except analysis.ParseFailure as exc:
+        return ("parse", exc.reason, exc.line, exc.column)
+    except RecursionError:
+        return ("internal", "RecursionError: the file nests expressions too deeply to analyse")
+    except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+        return ("internal", f"{type(exc).__name__}: {exc}{where}")
+
+
+def _build_chunk(tasks: list) -> list:
+    return [build_one(t) for t in tasks]
+
+
+def _build_all(tasks: list, jobs: int) -> list:
+    if jobs <= 1 or len(tasks) < SERIAL_BELOW:
+        return [build_one(t) for t in tasks]
+    # Fork where it exists: workers inherit the imported modules instead of importing again.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else None)
+    # Big files first, so no worker is left with one huge file at the end.
+    order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i][1]))
+    chunk = max(1, min(32, len(tasks) // (jobs * 8)))
+    chunks = [[tasks[i] for i in order[k : k + chunk]] for k in range(0, len(order), chunk)]
+    results: list = [None] * len(tasks)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            flat = [r for rs in pool.map(_build_chunk, chunks) for r in rs]
+        for i, r in zip(order, flat):
+            results[i] = r
+    except BrokenProcessPool:
+        # A worker died (out of memory, a crash in an extension): redo the rest here, one by one,
+        # so the file at fault is named as an internal error and the others are still checked.
+        for i, t in enumerate(tasks):
+            if results[i] is None:
+                results[i] = build_one(t)
+    return results
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
+    """Lint ``inputs`` as one tree. Never raises for a bad file; see the module docstring."""
+    from stridecheck.lint.cache import Cache
+
+    started = time.perf_counter()
+    jobs = options.jobs or os.cpu_count() or 1
+    cache = Cache.open(options.cache_dir, options.analysis) if options.cache_dir is not None else None
+    raw: dict[str, bytes] = {}
+    encodings: dict[str, str] = {}
+    outcomes: dict[str, tuple] = {}
+    tasks: list = []
+    task_keys: list = []
+    errors: list[tuple[str, str]] = []
+    packages: dict[str, bool] = {}
+
+    def bad(path: str, exc: BadInput) -> None:
+        outcomes[path] = ("parse", exc.reason, exc.line, exc.column)
+
+    for item in inputs:
+        path = item.path
+        data = item.data
+        if data is None:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                outcomes[path] = ("parse", f"cannot read file: {exc.strerror or exc}; not checked", 1, 1)
+                continue
+        if not item.explicit and PREFILTER not in data:
+            continue
+        raw[path] = data
+        try:
+            text, encoding = decode_source(data, options.max_file_size)
+        except BadInput as exc:
+            bad(path, exc)
+            continue
+        encodings[path] = encoding
+        module = module_name(path, packages)
+        key = (path, module)
+        digest = _digest(data)
+        if cache is not None and item.cacheable:
+            hit = cache.get(key, digest)
+            if hit is not None:
+                outcomes[path] = hit
+                continue
+        tasks.append((path, text, module, options.analysis))
+        task_keys.append((key, digest, item.cacheable))
+
+    for (key, digest, cacheable), outcome in zip(task_keys, _build_all(tasks, jobs)):
+        outcomes[key[0]] = outcome
+        if cache is not None and cacheable and outcome[0] != "internal":
+            cache.put(key, digest, outcome)
+
+    models: list[ModuleModel] = []
+    found: list[Finding] = []
+    for path in sorted(outcomes):
+        outcome = outcomes[path]
+        if outcome[0] == "model":
+            models.append(outcome[1])
+        elif outcome[0] == "parse":
+            _, reason, line, column = outcome
+            span = Span(line, column, line, column + 1)
+            found.append(catalogue.make_finding("SC000", path, span, reason=reason))
+        else:
+            errors.append((path, outcome[1]))
+
+    if models:
+        try:
+            found.extend(analysis.check_tree(models, options.analysis))
+        except Exception as exc:  # noqa: BLE001 - report what we have, then exit 2
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+            errors.append(("<tree>", f"the rules failed: {type(exc).__name__}: {exc}{where}"))
+
+    if cache is not None:
+        cache.save()
+
+    result = RunResult([], len(inputs), len(tasks), errors, 0.0, raw, encodings)
+    result.findings = _select_and_suppress(found, result, options)
+    result.elapsed = time.perf_counter() - started
+    return result
+
+
+def _select_and_suppress(found: list[Finding], result: RunResult, options: RunOptions) -> list[Finding]:
+    selection = Selection(options)
+    by_path: dict[str, list[Finding]] = {}
+    for f in found:
+        by_path.setdefault(f.path, []).append(f)
+    want_sc100 = selection.code_enabled("SC100")
+    paths = set(by_path)
+    if want_sc100:
+        paths |= {p for p, data in result.raw.items() if b"stridecheck" in data}
+    reported: list[Finding] = []
+    for path in paths:
+        findings = by_path.get(path, [])
+        data = result.raw.get(path)
+        if data is not None and b"stridecheck" in data:
+            text = result.text(path)
+            suppressions = parse_suppressions(text) if text is not None else []
+            # Suppression is judged against every finding the analysis made, selected or not,
+            # so `--select SC100` alone still knows which comments are doing their job.
+            findings, used = apply_suppressions(findings, suppressions)
+            if want_sc100:
+                findings += unused_suppressions(path, suppressions, used)
+        reported.extend(f for f in findings if selection.enabled(f, path))
+    reported.sort(key=Finding.sort_key)
+    return reported
+
+
+def version_key() -> str:
+    return __version__

@@ -1,0 +1,113 @@
+"""The human report: ruff-style finding lines, source excerpts, hints and a one-line summary.
+
+``path:line:col: CODE [name] message``, then (with ``show_source``) the reported lines with the
+expression underlined, then ``= hint: ...``; at the end a summary line (files checked, findings
+by code, time taken). ``quiet`` prints only the finding lines. Colour (ANSI) only when asked,
+which the CLI does only for a terminal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import TextIO
+
+from stridecheck.lint import catalogue
+from stridecheck.lint.model import Finding
+
+_SEVERITY_COLOUR = {"error": "31", "warning": "33", "info": "36"}
+
+
+class _Paint:
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+
+def _rule_name(code: str) -> str:
+    try:
+        return catalogue.get(code).name
+    except catalogue.CatalogueError:
+        return code
+
+
+def finding_line(f: Finding, paint: _Paint | None = None) -> str:
+    paint = paint or _Paint(False)
+    where = f"{paint(f.path, '1')}:{f.span.line}:{f.span.column}:"
+    code = paint(f.code, "1;" + _SEVERITY_COLOUR.get(f.severity, "31"))
+    return f"{where} {code} [{_rule_name(f.code)}] {f.message}"
+
+
+def excerpt(f: Finding, lines: list[str], paint: _Paint | None = None) -> list[str]:
+    """The reported lines (at most 4) with the span underlined by carets."""
+    paint = paint or _Paint(False)
+    first, last = f.span.line, max(f.span.line, f.span.end_line)
+    if not 1 <= first <= len(lines):
+        return []
+    shown = list(range(first, min(last, len(lines), first + 3) + 1))
+    width = len(str(shown[-1]))
+    bar = paint("|", "34")
+    out = [f"{' ' * width} {bar}"]
+    for n in shown:
+        text = lines[n - 1].rstrip("\r\n").expandtabs(1)  # tabs as one column keep carets aligned
+        out.append(f"{paint(str(n).rjust(width), '34')} {bar} {text}")
+        start = f.span.column - 1 if n == first else len(text) - len(text.lstrip())
+        end = f.span.end_column - 1 if n == f.span.end_line else len(text)
+        end = max(end, start + 1)
+        out.append(f"{' ' * width} {bar} {' ' * start}{paint('^' * (end - start), '1;31')}")
+    return out
+
+
+def summary(findings: list[Finding], files_checked: int, elapsed: float, fixed: int = 0) -> str:
+    counts = Counter(f.code for f in findings)
+    files = f"{files_checked} file{'s' if files_checked != 1 else ''}"
+    fixed_text = f", {fixed} fixed" if fixed else ""
+    if not findings:
+        return f"Checked {files} in {elapsed:.2f}s: no findings{fixed_text}."
+    by_code = ", ".join(f"{code}: {n}" for code, n in sorted(counts.items()))
+    total = len(findings)
+    return f"Checked {files} in {elapsed:.2f}s: {total} finding{'s' if total != 1 else ''} ({by_code}){fixed_text}."
+
+
+def statistics(findings: list[Finding]) -> list[str]:
+    counts = Counter(f.code for f in findings)
+    width = max((len(str(n)) for n in counts.values()), default=1)
+    out = []
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        fixable = sum(1 for f in findings if f.code == code and f.fix is not None)
+        mark = " [*]" if fixable else ""
+        out.append(f"{str(n).rjust(width)}\t{code}\t{_rule_name(code)}{mark}")
+    return out
+
+
+def write(
+    out: TextIO,
+    findings: list[Finding],
+    source_lines: Callable[[str], list[str]],
+    *,
+    files_checked: int,
+    elapsed: float,
+    colour: bool = False,
+    quiet: bool = False,
+    show_source: bool = True,
+    fixed: int = 0,
+) -> None:
+    paint = _Paint(colour)
+    for f in findings:
+        out.write(finding_line(f, paint) + "\n")
+        if quiet:
+            continue
+        if show_source:
+            lines = excerpt(f, source_lines(f.path), paint)
+            for line in lines:
+                out.write(line + "\n")
+        if f.hint:
+            out.write(f"  {paint('=', '34')} {paint('hint', '1')}: {f.hint}\n")
+        if f.fix is not None:
+            out.write(f"  {paint('=', '34')} {paint('fix', '1')} ({f.fix.safety}): {f.fix.description or 'available'}\n")
+        if show_source or f.hint:
+            out.write("\n")
+    if not quiet:
+        out.write(summary(findings, files_checked, elapsed, fixed) + "\n")
