@@ -50,7 +50,8 @@ LAYOUT_DOCS = {
     "contiguous": "row-major, no gaps (the baseline)",
     "padded_last": f"last dimension padded by {ROW_PAD} poisoned elements (a row-padded buffer)",
     "padded_outer": "a view into a buffer larger along every dimension (each outer dimension one "
-    "slice longer, the last two elements wider, the view starting one slice in along each)",
+    f"slice longer, rows 2 * n + {ROW_PAD} wide for n columns, the view starting one slice in "
+    "along each dimension)",
     "storage_offset": f"row-major, starting {STORAGE_OFFSET} elements into its buffer",
     "transposed": "a transposed copy permuted back: dimensions stored in reverse order, so the "
     "last dimension's stride is not 1",
@@ -134,7 +135,10 @@ def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...]
     elif layout == "padded_outer":
         if nd < 2:
             return None
-        extents = tuple(s + 1 for s in shape[:-1]) + (shape[-1] + 2,)
+        # Rows more than twice as wide as the view's (odd, as ROW_PAD): a kernel that steps rows
+        # by a size then reads mostly poison and the wrong rows, which even a reduction as
+        # forgiving as a max notices; a small pad would shift it by a few elements only.
+        extents = tuple(s + 1 for s in shape[:-1]) + (2 * shape[-1] + ROW_PAD,)
         strides = contiguous_strides(extents)
         offset = sum(strides)  # start one slice in along every dimension
     elif layout == "transposed":
