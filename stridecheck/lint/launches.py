@@ -712,7 +712,14 @@ class _Collector:
 
     def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
-        return replace(o, text=self.text(node), span=self.span(node))
+        extra = {}
+        if o.kind in (OriginKind.SHAPE, OriginKind.STRIDE, OriginKind.NUMEL) and o.tensor is not None:
+            facts = state.tensors.get(o.tensor)
+            extra["family"] = self.family(o.tensor, state)
+            extra["contiguous"] = bool(facts and facts.contiguous)
+            extra["fresh"] = bool(facts and facts.fresh)
+            extra["like_of"] = facts.like_of if facts else None
+        return replace(o, text=self.text(node), span=self.span(node), **extra)
 
     # -- launches
 

@@ -4,14 +4,41 @@ A first pass indexes every kernel of every module; each ``Launch`` is then resol
 module's imports and kernel aliases to one ``Kernel``, and its arguments are bound to the
 kernel's parameters exactly as Python binds a call. What cannot be resolved is skipped, never
 guessed.
+
+Resolution of a launch target (``_k``, ``K._k``, ``self.kernel``, ``pkg.kernels._k``):
+
+1. a launcher-local alias (``k = _kernel``) or a module-level alias (``_k = triton.autotune(...)
+   (_impl)``, ``self.kernel = _kernel``) is replaced by the name it holds;
+2. a bare name is a kernel of the same module, or an imported name;
+3. an imported name ``pkg.kernels._k`` is looked up in the module ``pkg.kernels`` of the tree
+   (by its dotted module name, or else by the path suffix ``pkg/kernels.py`` when unique), and
+   followed through that module's own imports and aliases (re-exports), a few hops at most.
+
+Binding follows Python's rules for a call: positional arguments fill parameters in order;
+keywords fill by name; a parameter filled twice, an unknown keyword that is not a launch option,
+or too many positional arguments mean the resolution was wrong, and the launch is dropped.
+Arguments after an unresolvable ``*args`` are not bound; keywords still are.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from stridecheck.lint.model import ArgOrigin, Kernel, Launch, ModuleModel
+
+# Keyword arguments a launch accepts besides the kernel's parameters (Triton's launcher options).
+LAUNCH_OPTIONS = frozenset(
+    {
+        "grid", "num_warps", "num_stages", "num_ctas", "stream", "warmup", "enable_fp_fusion",
+        "maxnreg", "enable_warp_specialization", "num_buffers_warp_spec", "num_consumer_groups",
+        "reg_dec_producer", "reg_inc_consumer", "launch_cooperative_grid", "debug", "device",
+        "device_type", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "extern_libs",
+        "enable_persistent", "launch_pdl", "schedule_hint", "instruction_sched_variant",
+    }
+)
+_MAX_HOPS = 4
 
 
 @dataclass(slots=True)
@@ -23,12 +50,93 @@ class BoundLaunch:
     bound: dict[str, ArgOrigin] = field(default_factory=dict)  # kernel parameter -> argument origin
 
 
+def bind(launch: Launch, kernel: Kernel) -> dict[str, ArgOrigin] | None:
+    """Parameter -> argument origin, as Python binds the call; None when the call cannot be this kernel's.
+
+    Arguments that cannot be placed (after an unresolved ``*args``) are left out.
+    """
+    params = sorted(kernel.params, key=lambda p: p.position)
+    names = [p.name for p in params]
+    bound: dict[str, ArgOrigin] = {}
+    if len(launch.args) > len(params):
+        return None
+    for p, arg in zip(params, launch.args):
+        bound[p.name] = arg
+    for key, arg in launch.kwargs.items():
+        if key in names:
+            if key in bound:
+                return None
+            bound[key] = arg
+        elif key not in LAUNCH_OPTIONS and not launch.star_args:
+            # `kernel.run(..., grid=..., warmup=...)` options are known; any other unknown keyword
+            # means this is not a call of this kernel (or a Triton option we do not know: skip).
+            return None
+    return bound
+
+
+def _path_keys(path: str) -> list[str]:
+    """Dotted suffixes a module at ``path`` may be imported as: a/b/pkg/k.py -> k, pkg.k, b.pkg.k..."""
+    parts = path.replace("\\", "/").split("/")
+    if not parts or not parts[-1].endswith(".py"):
+        return []
+    last = parts[-1][:-3]
+    parts = [p for p in parts[:-1] if p not in ("", ".")]
+    if last != "__init__":
+        parts.append(last)
+    keys = []
+    for i in range(len(parts) - 1, -1, -1):
+        keys.append(".".join(parts[i:]))
+    return keys
+
+
+def _resolve_relative(model: ModuleModel, name: str) -> str | None:
+    """``..kernels._k`` as written in ``model`` -> absolute dotted name, from its module or path."""
+    dots = len(name) - len(name.lstrip("."))
+    rest = name[dots:]
+    if model.module:
+        pkg = model.module.split(".")
+        if pkg[-1] == "__init__":
+            pkg = pkg[:-1]
+        elif not model.path.replace("\\", "/").endswith("__init__.py"):
+            pkg = pkg[:-1]
+    else:
+        parts = [p for p in model.path.replace("\\", "/").split("/")[:-1] if p not in ("", ".")]
+        pkg = parts
+    if dots - 1 > len(pkg):
+        return None
+    base = pkg[: len(pkg) - (dots - 1)]
+    return ".".join([*base, rest] if rest else base) or None
+
+
 class Tree:
     """All module models of one run, with kernels indexed and launches bound."""
 
     def __init__(self, models: Sequence[ModuleModel]):
         self.models = list(models)
-        self._launches: dict[tuple[str, str], list[BoundLaunch]] = {}
+        self._launches: dict[tuple[str, str], list[BoundLaunch]] = defaultdict(list)
+        self._by_module: dict[str, list[ModuleModel]] = defaultdict(list)
+        for model in self.models:
+            keys = set(_path_keys(model.path))
+            if model.module:
+                keys.add(model.module)
+                if model.module.endswith(".__init__"):
+                    keys.add(model.module[: -len(".__init__")])
+            for key in keys:
+                self._by_module[key].append(model)
+        self._kernels = {id(m): {k.name: k for k in m.kernels} for m in self.models}
+        self._bound_launches: list[BoundLaunch] = []
+        for model in self.models:
+            for launch in model.launches:
+                found = self.resolve(model, launch)
+                if found is None:
+                    continue
+                kmodel, kernel = found
+                bound = bind(launch, kernel)
+                if bound is None:
+                    continue
+                bl = BoundLaunch(launch, model, kernel, kmodel, bound)
+                self._launches[(kmodel.path, kernel.name)].append(bl)
+                self._bound_launches.append(bl)
 
     def kernels(self) -> Iterator[tuple[ModuleModel, Kernel]]:
         for model in self.models:
@@ -38,3 +146,56 @@ class Tree:
     def launches_of(self, model: ModuleModel, kernel: Kernel) -> list[BoundLaunch]:
         """Every resolved launch of ``kernel`` (defined in ``model``) in the tree."""
         return self._launches.get((model.path, kernel.name), [])
+
+    def bound_launches(self) -> list[BoundLaunch]:
+        """Every resolved launch of the tree, in model order."""
+        return self._bound_launches
+
+    # -- resolution
+
+    def module_named(self, dotted_name: str) -> ModuleModel | None:
+        found = self._by_module.get(dotted_name)
+        if found and len(found) == 1:
+            return found[0]
+        if found:
+            exact = [m for m in found if m.module == dotted_name]
+            if len(exact) == 1:
+                return exact[0]
+        return None
+
+    def resolve(self, model: ModuleModel, launch: Launch) -> tuple[ModuleModel, Kernel] | None:
+        """The kernel a launch reaches, or None when it cannot be told."""
+        target = launch.resolved_target or launch.target
+        return self._lookup(model, target, _MAX_HOPS)
+
+    def _lookup(self, model: ModuleModel, name: str, hops: int) -> tuple[ModuleModel, Kernel] | None:
+        if hops <= 0:
+            return None
+        alias = model.kernel_aliases.get(name)
+        if alias is not None and alias != name:
+            return self._lookup(model, alias, hops - 1)
+        head, _, rest = name.partition(".")
+        if not rest:
+            kernel = self._kernels[id(model)].get(name)
+            if kernel is not None:
+                return model, kernel
+        if head in model.kernel_aliases and rest:
+            return self._lookup(model, model.kernel_aliases[head] + "." + rest, hops - 1)
+        imported = model.imports.get(head)
+        if imported is None:
+            return None
+        if imported.startswith("."):
+            imported = _resolve_relative(model, imported)
+            if imported is None:
+                return None
+        full = imported + ("." + rest if rest else "")
+        return self._lookup_absolute(full, hops - 1)
+
+    def _lookup_absolute(self, full: str, hops: int) -> tuple[ModuleModel, Kernel] | None:
+        """``pkg.kernels._k``: the longest prefix that is a module of the tree, then the rest in it."""
+        parts = full.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            target = self.module_named(".".join(parts[:cut]))
+            if target is not None:
+                return self._lookup(target, ".".join(parts[cut:]), hops)
+        return None

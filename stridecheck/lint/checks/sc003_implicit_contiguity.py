@@ -1,5 +1,81 @@
-"""Placeholder until the rule lands."""
+"""SC003 implicit-contiguity: a pointer stepped by a size and by no stride parameter, launched with a
+tensor that is not provably contiguous.
+
+Default tier: at least one resolved launch passes the pointer a tensor the launcher does not make
+contiguous (``ArgOrigin.contiguous``). Silent when every resolved launch passes a provably
+contiguous tensor. With no resolved launch in the tree: the lower tier (``preview=True``, severity
+info), worded "assumes packed inner dimensions".
+"""
+
+from __future__ import annotations
+
+from stridecheck.lint.catalogue import make_finding
+from stridecheck.lint.checks._launch_common import helper_names, tensor_word
+from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+
+
+def _size_steps(kernel, pointer):
+    """Terms (and descriptor strides) of ``pointer`` stepped by a size; None if any term is a stride."""
+    found = []
+    for acc in kernel.accesses:
+        if acc.pointer != pointer or acc.byte_record:
+            continue
+        for term in acc.terms:
+            if term.step.kind is StepKind.STRIDE:
+                return None
+            if term.step.kind is StepKind.SIZE:
+                found.append((term.span, term.text, term.step.text))
+        if acc.descriptor_strides:
+            strides = list(acc.descriptor_strides)
+            for i, text in enumerate(strides):
+                p = kernel.param(text)
+                if p is not None and p.kind is ParamKind.STRIDE:
+                    return None
+            for i, text in enumerate(strides):
+                p = kernel.param(text)
+                if p is not None and p.kind is ParamKind.SIZE:
+                    found.append((acc.span, f"strides=[{', '.join(strides)}]", text))
+                elif p is None and i < len(strides) - 1 and any(
+                    (q := kernel.param(w)) is not None and q.kind is ParamKind.SIZE
+                    for w in text.replace("*", " ").split()
+                ):
+                    found.append((acc.span, f"strides=[{', '.join(strides)}]", text))
+    return found
 
 
 def check(tree, options):
-    return []
+    helpers = helper_names(tree.models)
+    reported = set()
+    for model, kernel in tree.kernels():
+        if (model.path, kernel.name) in helpers:
+            continue
+        launches = tree.launches_of(model, kernel)
+        for p in kernel.params:
+            if p.kind is not ParamKind.POINTER:
+                continue
+            steps = _size_steps(kernel, p.name)
+            if not steps:
+                continue
+            passed = [bl.bound.get(p.name) for bl in launches]
+            passed = [o for o in passed if o is not None]
+            if passed:
+                loose = [o for o in passed if o.kind in (OriginKind.TENSOR, OriginKind.OTHER)
+                         and not o.contiguous and o.text != "None"]
+                if not loose:
+                    continue
+                preview, tensor = False, loose[0].text
+            else:
+                if launches:
+                    continue  # launched, but this argument could not be placed (*args): unknown
+                preview, tensor = True, tensor_word(p.name)
+            for span, product, size in steps:
+                key = (model.path, span)
+                if key in reported:
+                    continue
+                reported.add(key)
+                yield make_finding(
+                    "SC003", model.path, span, preview=preview,
+                    product=product, pointer=p.name, size=size, tensor=tensor,
+                    detail=("assumes packed inner dimensions" if preview
+                            else f"a launch passes `{tensor}`, which is not provably contiguous"),
+                )

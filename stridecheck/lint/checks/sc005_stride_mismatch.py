@@ -1,5 +1,144 @@
-"""Placeholder until the rule lands."""
+"""SC005 stride-mismatch: a stride of one tensor (or dimension) used for another.
+
+In the kernel: an address of pointer P stepped by a stride parameter that belongs, by name, to
+another pointer Q, while P has stride parameters of its own (reported at the product). Silent
+when every resolved launch feeds that parameter the stride of the tensor P receives (names lie).
+
+At a launch: (a) a stride parameter owned by pointer P receives ``t.stride(i)`` of a tensor t other
+than the one P receives (and not a view of it, nor both provably contiguous); (b) it receives
+``t.stride(i)`` of the right tensor, but the index it steps is bounded (mask or grid) by
+``t.shape[j]`` with j != i. Reported at the argument; swapped pairs get an unsafe fix.
+"""
+
+from __future__ import annotations
+
+from stridecheck.lint.catalogue import make_finding
+from stridecheck.lint.fixes import swap_fix
+from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.stride_pairs import (
+    expected_dims,
+    own_strides,
+    pair_by_name,
+    pair_strides,
+    same_dim,
+)
+
+
+def _fam(o):
+    return o.family or o.tensor
+
+
+def _in_kernel(tree, reported):
+    for model, kernel in tree.kernels():
+        named = pair_by_name(kernel)
+        if not named:
+            continue
+        mine = own_strides(kernel, named)
+        launches = tree.launches_of(model, kernel)
+        for acc in kernel.accesses:
+            p = acc.pointer
+            if p is None or not mine.get(p):
+                continue
+            for term in acc.terms:
+                if term.step.kind is not StepKind.STRIDE:
+                    continue
+                for s in term.step.params:
+                    owner = named.get(s)
+                    if owner is None or owner == p:
+                        continue
+                    if _launches_agree(launches, s, p):
+                        continue
+                    key = (model.path, term.span, s)
+                    if key in reported:
+                        continue
+                    reported.add(key)
+                    yield make_finding(
+                        "SC005", model.path, term.span,
+                        product=term.text, pointer=p, stride=s, owner=owner,
+                        detail=f"`{term.text}` steps `{p}` by `{s}`, a stride of `{owner}`; "
+                        f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in mine[p])})",
+                    )
+
+
+def _launches_agree(launches, stride, pointer) -> bool:
+    """Every launch feeds ``stride`` the stride of the tensor ``pointer`` receives (names lie)."""
+    if not launches:
+        return False
+    for bl in launches:
+        s, p = bl.bound.get(stride), bl.bound.get(pointer)
+        if s is None or p is None or s.kind is not OriginKind.STRIDE or p.kind is not OriginKind.TENSOR:
+            return False
+        if _fam(s) != _fam(p):
+            return False
+    return True
+
+
+def _at_launch(tree, reported):
+    for bl in tree.bound_launches():
+        kernel = bl.kernel
+        strides = {n: o for n, o in bl.bound.items()
+                   if o.kind is OriginKind.STRIDE and (q := kernel.param(n)) is not None and q.kind is ParamKind.STRIDE}
+        if not strides:
+            continue
+        pairs = pair_strides(kernel)
+        wrong_dim: dict[str, tuple] = {}
+        for name, o in strides.items():
+            pointer = pairs.get(name)
+            if pointer is None:
+                continue
+            t = bl.bound.get(pointer)
+            if t is None or t.kind is not OriginKind.TENSOR or t.tensor is None or o.tensor is None:
+                continue
+            if _fam(o) != _fam(t) and o.tensor != t.tensor:
+                if t.contiguous and o.contiguous:
+                    continue  # both packed: equal strides wherever the shapes agree
+                if t.like_of == o.tensor and o.contiguous:
+                    continue
+                yield from _emit(bl, o, name, reported, fix=None,
+                                 detail=f"`{o.text}` is a stride of `{o.tensor}`, but `{name}` steps "
+                                 f"`{pointer}`, which receives `{t.text}`")
+                continue
+            if o.dim is None:
+                continue
+            exp = expected_dims(kernel, name, bl.bound, bl.launch.grid, _fam(o))
+            verdicts = {same_dim(o, e) for e in exp}
+            if verdicts == {False}:
+                dims = {e.dim for e in exp}
+                if len(dims) == 1:
+                    wrong_dim[name] = (o, exp[0])
+        # Swapped pairs: each one's expected dimension is what the other received.
+        done = set()
+        for a, (oa, ea) in wrong_dim.items():
+            if a in done:
+                continue
+            fix = None
+            for b, (ob, eb) in wrong_dim.items():
+                if b != a and b not in done and _fam(oa) == _fam(ob) and same_dim(ob, ea) and same_dim(oa, eb):
+                    fix = swap_fix(oa, ob)
+                    done.update((a, b))
+                    yield from _emit(bl, oa, a, reported, fix=fix, detail=_dim_detail(oa, ea, a))
+                    yield from _emit(bl, ob, b, reported, fix=fix, detail=_dim_detail(ob, eb, b))
+                    break
+            if fix is None:
+                done.add(a)
+                yield from _emit(bl, oa, a, reported, fix=None, detail=_dim_detail(oa, ea, a))
+
+
+def _dim_detail(o, e, name) -> str:
+    return (f"`{name}` steps an index bounded by `{e.text}` (dimension {e.dim} of `{e.tensor}`), "
+            f"but receives `{o.text}`; pass `{e.tensor}.stride({e.dim})`")
+
+
+def _emit(bl, o, name, reported, fix, detail):
+    key = (bl.module.path, o.span, "SC005")
+    if key in reported:
+        return
+    reported.add(key)
+    yield make_finding("SC005", bl.module.path, o.span, fix=fix,
+                       product=o.text, pointer="", stride=name, owner="", detail=detail)
 
 
 def check(tree, options):
-    return []
+    reported = set()
+    yield from _in_kernel(tree, reported)
+    yield from _at_launch(tree, reported)

@@ -1,0 +1,182 @@
+"""Which pointer parameter each stride parameter belongs to, and which dimension a stride steps.
+
+Pairing is by name first, by the conventions of real kernels: a pointer ``x_ptr`` / ``x`` / ``X``
+(base name ``x``) owns ``stride_x``, ``stride_xm`` / ``stride_x_m`` / ``stride_x0``, ``x_stride``,
+``x_stride_0``, ``x_row_stride``, ``sx0`` / ``sxm``. The longest base name that fits wins, so
+``stride_x_scale`` belongs to ``x_scale_ptr`` rather than ``x_ptr``. Only a stride parameter whose
+name fits no pointer is paired by use: with the one pointer whose addresses it steps (a stride
+stepping several pointers, ``stride_row`` shared by input and output, belongs to none).
+
+The dimension a stride steps is read from the kernel and the launch together, never from letters
+in the name (``stride_bk`` in a matmul is often fed ``b.stride(1)`` on purpose): the index it
+multiplies is bounded by a mask (``k < K``) or by a grid axis, and the launch shows which tensor
+dimension that bound is (``K = a.shape[1]``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from stridecheck.lint.model import Access, ArgOrigin, Index, IndexSource, Kernel, OriginKind, ParamKind, StepKind
+
+_PTR_SUFFIX = re.compile(r"(_?ptrs?\d*|_pointer|_base_ptr)$")
+_PTR_PREFIX = re.compile(r"^(ptr_|p_)")
+_SHORT_STRIDE = re.compile(r"^s([a-z]+?)(\d+|[a-z])?$")
+_PID = re.compile(r"program_id\(\s*(?:axis\s*=\s*)?(\d)\s*\)")
+
+
+def pointer_base(name: str) -> str:
+    """``x_ptr`` -> ``x``, ``X`` -> ``x``, ``in_ptr0`` -> ``in``, ``ptr_q`` -> ``q``."""
+    s = name.lower()
+    base = _PTR_SUFFIX.sub("", s)
+    base = _PTR_PREFIX.sub("", base) if base == s else base
+    return base.strip("_") or s
+
+
+def owner_candidates(stride_name: str) -> list[str]:
+    """Base names a stride parameter may belong to, the most specific first."""
+    s = stride_name.lower()
+    out: list[str] = []
+    at = s.find("stride")
+    if at >= 0:
+        left = s[:at].strip("_")
+        right = s[at + len("stride"):]
+        if right.startswith("s_") or right == "s":
+            right = right[1:]
+        right = right.strip("_")
+        if left:
+            tokens = left.split("_")
+            out.extend("_".join(tokens[:k]) for k in range(len(tokens), 0, -1))
+        if right:
+            tokens = right.split("_")
+            for k in range(len(tokens), 0, -1):
+                c = "_".join(tokens[:k])
+                out.append(c)
+                if k == len(tokens) or k == len(tokens) - 1:
+                    # stride_am / stride_x0 / stride_qh: a trailing dimension letter or digit.
+                    for cut in (1, 2):
+                        if len(c) > cut:
+                            out.append(c[:-cut].rstrip("_"))
+    else:
+        m = _SHORT_STRIDE.match(s)
+        if m and len(s) <= 5:
+            body = s[1:]
+            out.extend(body[:len(body) - cut] for cut in (0, 1, 2) if len(body) > cut)
+    seen = set()
+    return [c for c in out if c and not (c in seen or seen.add(c))]
+
+
+def pair_by_name(kernel: Kernel) -> dict[str, str]:
+    """Stride parameter -> pointer parameter, by naming convention only."""
+    bases: dict[str, list[str]] = defaultdict(list)
+    for p in kernel.params:
+        if p.kind is ParamKind.POINTER:
+            bases[pointer_base(p.name)].append(p.name)
+    unique = {b: names[0] for b, names in bases.items() if len(names) == 1}
+    out = {}
+    for p in kernel.params:
+        if p.kind is not ParamKind.STRIDE:
+            continue
+        for cand in owner_candidates(p.name):
+            if cand in unique:
+                out[p.name] = unique[cand]
+                break
+    return out
+
+
+def stepped_pointers(kernel: Kernel) -> dict[str, set[str]]:
+    """Stride parameter -> pointers whose addresses it steps."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for acc in kernel.accesses:
+        if acc.pointer is None:
+            continue
+        for term in acc.terms:
+            if term.step.kind is StepKind.STRIDE:
+                for name in term.step.params:
+                    out[name].add(acc.pointer)
+    return out
+
+
+def pair_strides(kernel: Kernel) -> dict[str, str]:
+    """Stride parameter -> owning pointer: by name, else by use when exactly one pointer uses it."""
+    named = pair_by_name(kernel)
+    out = dict(named)
+    for stride, pointers in stepped_pointers(kernel).items():
+        if stride in named:
+            continue
+        p = kernel.param(stride)
+        if p is None or p.kind is not ParamKind.STRIDE:
+            continue
+        if len(pointers) == 1:
+            out[stride] = next(iter(pointers))
+    return out
+
+
+def own_strides(kernel: Kernel, pairs: dict[str, str]) -> dict[str, list[str]]:
+    """Pointer -> the stride parameters paired with it."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for stride, pointer in pairs.items():
+        out[pointer].append(stride)
+    return out
+
+
+def pid_axes(index: Index) -> set[int]:
+    """Grid axes whose program id the index is (for ``m = tl.program_id(0)``: {0})."""
+    axes = getattr(index, "pid_axes", None)
+    if axes:
+        return set(axes)
+    if IndexSource.PROGRAM_ID not in index.sources:
+        return set()
+    return {int(a) for a in _PID.findall(index.text)}
+
+
+def normalise_dim(o: ArgOrigin) -> int | None:
+    if o.dim is None:
+        return None
+    if o.dim < 0 and o.ndim is not None:
+        return o.dim + o.ndim
+    return o.dim
+
+
+def same_dim(a: ArgOrigin, b: ArgOrigin) -> bool | None:
+    """Do two origins name the same dimension? None when it cannot be told (-1 vs 1 without ndim)."""
+    da, db = normalise_dim(a), normalise_dim(b)
+    if da is None or db is None:
+        return None
+    if (da < 0) != (db < 0):
+        ndim = a.ndim or b.ndim
+        if ndim is None:
+            return None
+        da, db = da % ndim, db % ndim
+    return da == db
+
+
+def expected_dims(
+    kernel: Kernel, stride: str, bound: dict[str, ArgOrigin], grid: list[ArgOrigin], tensor_family: str | None
+) -> list[ArgOrigin]:
+    """Shape origins (of the stride's own tensor) bounding the indices that ``stride`` steps."""
+    out = []
+    for acc in kernel.accesses:
+        for term in acc.terms:
+            if term.step.kind is not StepKind.STRIDE or term.step.params != (stride,):
+                continue
+            for size in term.index.bounds:
+                o = bound.get(size)
+                if o is not None and o.kind is OriginKind.SHAPE and _fam(o) == tensor_family:
+                    out.append(o)
+            if not term.index.bounds:
+                for axis in pid_axes(term.index):
+                    if axis < len(grid):
+                        g = grid[axis]
+                        if g.kind is OriginKind.SHAPE and _fam(g) == tensor_family:
+                            out.append(g)
+    return out
+
+
+def _fam(o: ArgOrigin) -> str | None:
+    return o.family or o.tensor
+
+
+def accesses_of(kernel: Kernel, pointer: str) -> list[Access]:
+    return [a for a in kernel.accesses if a.pointer == pointer]
