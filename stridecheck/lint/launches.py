@@ -340,6 +340,7 @@ class _Collector:
         if self.hint_lines is not None:
             sp = self.span(fn)
             if sp is not _NO_SPAN and not any(sp.line <= ln <= sp.end_line for ln in self.hint_lines):
+                self._self_aliases(_stmts(fn.body))
                 return
         guarded = any(
             (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
@@ -350,6 +351,18 @@ class _Collector:
         self._guarded = guarded
         state = _State()
         self.block(_stmts(fn.body), state, scan)
+
+    def _self_aliases(self, stmts) -> None:
+        """``self.kernel = _kernel`` in a method without launches (``__init__``)."""
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        d = dotted(small.targets[0].target)
+                        if d is not None and d.startswith("self."):
+                            self.add_alias(d, small.value)
+            elif isinstance(stmt, (cst.If, cst.With)):
+                self._self_aliases(_stmts(stmt.body))
 
     def block(self, stmts, state: _State, scan: bool) -> bool:
         """Walk statements in order, updating ``state``; True when the block always exits."""
@@ -746,8 +759,8 @@ class _Collector:
             grid_node = _kwarg(call, "grid")
         else:
             return
-        if target is None:
-            return
+        if target is None or isinstance(grid_node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return  # `table["name"](x)` is a lookup, not a launch
         head, _, rest = target.partition(".")
         resolved = None
         if head in state.aliases:
@@ -764,7 +777,7 @@ class _Collector:
                     isinstance(e, cst.StarredElement) for e in seq.elements
                 ):
                     launch.args.extend(self.arg_origin(e.value, state) for e in seq.elements)
-                else:
+                elif not launch.star_args:
                     launch.star_args = True
             elif arg.star == "**":
                 seq = self._seq(arg.value, state)
@@ -776,7 +789,8 @@ class _Collector:
                         launch.kwargs[k] = self.arg_origin(v, state)
             elif arg.keyword is not None:
                 launch.kwargs[arg.keyword.value] = self.arg_origin(arg.value, state)
-            else:
+            elif not launch.star_args:
+                # After an unresolved *args the positions of what follows are unknown.
                 launch.args.append(self.arg_origin(arg.value, state))
         launch.width_checks = list(state.checks.values())
         self.info.launches.append(launch)

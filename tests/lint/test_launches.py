@@ -276,6 +276,11 @@ def test_no_launch_text_means_no_function_walk():
     assert info.launches == []
 
 
-def test_subscript_call_that_is_not_a_kernel_is_collected_but_harmless():
+def test_lookup_by_string_key_is_not_a_launch():
     info = _collect("def f(fns, x):\n    return fns['a'](x)\n")
-    assert info.launches == []  # the target is not a name or attribute chain
+    assert info.launches == []
+
+
+def test_positional_after_unresolved_star_is_not_placed():
+    launch = _one("def f(x, rest):\n    _k[(1,)](x, *rest, x.stride(0), BLOCK=4)\n")
+    assert [a.text for a in launch.args] == ["x"] and launch.star_args and "BLOCK" in launch.kwargs
