@@ -19,6 +19,10 @@ Poison (see :func:`poison_value`):
   or id takes, and far out of range if used as an offset;
 * unsigned integers: the dtype's maximum (255 for uint8);
 * bool: ``True``.
+
+A gap element written with the very bits it held is not seen as written: typically a
+read-modify-write of a float gap (``NaN + x`` keeps the poison NaN's bits). Its effect on the
+logical values still shows in the comparison with the baseline.
 """
 
 from __future__ import annotations
@@ -149,7 +153,8 @@ def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...]
     elif layout == "expanded":
         if not stride0_dims:
             return None
-        base = contiguous_strides(shape)
+        # Dense over the one slice kept of each stride-0 dimension.
+        base = contiguous_strides(tuple(1 if d in stride0_dims else s for d, s in enumerate(shape)))
         strides = tuple(0 if d in stride0_dims else s for d, s in enumerate(base))
         offset = 0
     else:

@@ -376,6 +376,10 @@ def _contract_layouts(fn, argument: str) -> tuple[str, ...]:
 
 
 def _variant_in_child(conn, call, baseline, target, layout, stride0) -> None:
+    import faulthandler
+
+    # A crash here is expected and reported by the parent, with the variant that caused it.
+    faulthandler.disable()
     try:
         variant = _run(call, baseline, target, layout, stride0)[0]
     except BaseException as err:  # noqa: BLE001 - report, do not lose it, in the parent
