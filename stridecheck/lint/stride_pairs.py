@@ -161,17 +161,28 @@ def expected_dims(
         for term in acc.terms:
             if term.step.kind is not StepKind.STRIDE or term.step.params != (stride,):
                 continue
-            for size in term.index.bounds:
+            for size in _bounds_of(acc, term):
                 o = bound.get(size)
                 if o is not None and o.kind is OriginKind.SHAPE and _fam(o) == tensor_family:
                     out.append(o)
-            if not term.index.bounds:
+            if not _bounds_of(acc, term):
                 for axis in pid_axes(term.index):
                     if axis < len(grid):
                         g = grid[axis]
                         if g.kind is OriginKind.SHAPE and _fam(g) == tensor_family:
                             out.append(g)
     return out
+
+
+def _bounds_of(acc: Access, term) -> tuple[str, ...]:
+    """Sizes bounding a term's index: its own bounds, or the access's single mask bound when the
+    term is the only one whose index walks a ``tl.arange`` (the mask can bound nothing else)."""
+    if term.index.bounds:
+        return tuple(term.index.bounds)
+    if len(acc.mask_bounds) != 1 or IndexSource.ARANGE not in term.index.sources:
+        return ()
+    walking = [t for t in acc.terms if IndexSource.ARANGE in t.index.sources]
+    return tuple(acc.mask_bounds) if len(walking) == 1 else ()
 
 
 def _fam(o: ArgOrigin) -> str | None:
