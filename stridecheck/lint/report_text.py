@@ -41,23 +41,24 @@ def finding_line(f: Finding, paint: _Paint | None = None) -> str:
 
 
 def excerpt(f: Finding, lines: list[str], paint: _Paint | None = None) -> list[str]:
-    """The reported lines (at most 4) with the span underlined by carets."""
+    """The reported line with the span underlined by carets (to the end of the line when the span
+    runs on: a multi-line launch is recognised by its first line)."""
     paint = paint or _Paint(False)
-    first, last = f.span.line, max(f.span.line, f.span.end_line)
-    if not 1 <= first <= len(lines):
+    n = f.span.line
+    if not 1 <= n <= len(lines):
         return []
-    shown = list(range(first, min(last, len(lines), first + 3) + 1))
-    width = len(str(shown[-1]))
+    width = len(str(n))
     bar = paint("|", "34")
-    out = [f"{' ' * width} {bar}"]
-    for n in shown:
-        text = lines[n - 1].rstrip("\r\n").expandtabs(1)  # tabs as one column keep carets aligned
-        out.append(f"{paint(str(n).rjust(width), '34')} {bar} {text}")
-        start = f.span.column - 1 if n == first else len(text) - len(text.lstrip())
-        end = f.span.end_column - 1 if n == f.span.end_line else len(text)
-        end = max(end, start + 1)
-        out.append(f"{' ' * width} {bar} {' ' * start}{paint('^' * (end - start), '1;31')}")
-    return out
+    text = lines[n - 1].rstrip("\r\n").expandtabs(1)  # tabs as one column keep carets aligned
+    start = max(f.span.column - 1, 0)
+    end = f.span.end_column - 1 if f.span.end_line == n else len(text.rstrip())
+    end = max(end, start + 1)
+    more = f" {paint('...', '34')}" if f.span.end_line > n else ""
+    return [
+        f"{' ' * width} {bar}",
+        f"{paint(str(n), '34')} {bar} {text}",
+        f"{' ' * width} {bar} {' ' * start}{paint('^' * (end - start), '1;31')}{more}",
+    ]
 
 
 def summary(findings: list[Finding], files_checked: int, elapsed: float, fixed: int = 0) -> str:

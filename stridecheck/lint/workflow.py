@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from stridecheck.lint.engine import FileInput, RunOptions, RunResult, lint
-from stridecheck.lint.fix_apply import FixError, add_noqa, apply_fixes, fix_allowed, line_starts, unified_diff
+from stridecheck.lint.fix_apply import FixError, apply_fixes, fix_allowed, line_starts, unified_diff
+from stridecheck.lint.fix_apply import add_noqa as add_suppressions
 from stridecheck.lint.model import Finding
 
 MAX_FIX_ROUNDS = 10  # as ruff: a fix can expose another; stop long before a cycle matters
@@ -139,7 +140,7 @@ def run(
             text = result.text(path)
             if not findings or text is None:
                 continue
-            new_text, changed = add_noqa(text, findings)
+            new_text, changed = add_suppressions(text, findings)
             if changed and (stdin or _write_file(path, new_text, result.encodings.get(path, "utf-8"))):
                 added += changed
                 if stdin:
