@@ -70,6 +70,9 @@ class Index:
     params: frozenset[str] = frozenset()  # kernel parameters it depends on
     is_int64: bool = False  # promoted to int64 somewhere on its way (.to(tl.int64), int64 load...)
     bounds: tuple[str, ...] = ()  # size names/params that bound it as a whole (`idx < n`)
+    loaded_from: tuple[str, ...] = ()  # pointer parameters of the loads it comes from
+    pid_blocks: tuple[str, ...] = ()  # constexprs a program id / loop counter is multiplied by (`pid * BLOCK_M`)
+    arange_blocks: tuple[str, ...] = ()  # extents of the tl.arange calls in it (`tl.arange(0, BLOCK_M)` -> BLOCK_M)
 
 
 class StepKind(str, Enum):
@@ -127,6 +130,10 @@ class Kernel:
     helper_calls: list[HelperCall] = field(default_factory=list)
     decorators: tuple[str, ...] = ()  # e.g. ("triton.autotune", "triton.jit")
     docstring: str | None = None
+    # Parameters that reach an address, a stored value, a tl.rand offset, a descriptor, or a call
+    # the analysis could not follow (helpers inlined): what SC002 calls "used".
+    used_params: frozenset[str] = frozenset()
+    called_by: tuple[str, ...] = ()  # @triton.jit functions of the same module that call this one
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -1,5 +1,74 @@
-"""Placeholder until the rule lands."""
+"""SC001 size-as-stride: an address steps an outer dimension by a logical size, not a stride.
+
+Fires on a term ``j * SIZE`` of a pointer that is also stepped by a stride parameter, when either
+(a) ``j`` selects an outer slice (every factor of it is a value loaded from memory or a scalar
+argument, never a program id, an arange or a loop counter), or (b) one tiled index is stepped
+partly by a size and partly by a stride (``pid * BLOCK_M * head_size`` beside
+``tl.arange(0, BLOCK_M) * out_row_stride``). Silent when every resolved launch makes the tensor
+contiguous or allocates it, and when a launch builds the "size" from ``.stride(``. The reasons
+are in ``../shared/PRECISION.md`` (the literal reading of this rule is 7% precise on real code).
+"""
+
+from __future__ import annotations
+
+from stridecheck.lint.catalogue import make_finding
+from stridecheck.lint.checks._kernel_side import (
+    LaunchView,
+    address_accesses,
+    judged_kernels,
+    term_dimension,
+)
+from stridecheck.lint.kernels import tensor_of
+from stridecheck.lint.model import IndexSource, StepKind
+
+CODE = "SC001"
+_SLICE_SOURCES = frozenset({IndexSource.LOADED, IndexSource.SCALAR_ARG})
+_TILING_SOURCES = frozenset({IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.OTHER})
+
+
+def _selects_outer_slice(term) -> bool:
+    src = term.index.sources
+    return bool(src & _SLICE_SOURCES) and not (src & _TILING_SOURCES)
+
+
+def _split_tile(term, access) -> bool:
+    blocks = set(term.index.pid_blocks)
+    if not blocks:
+        return False
+    return any(
+        t.step.kind == StepKind.STRIDE and blocks & set(t.index.arange_blocks) and t is not term
+        for t in access.terms
+    )
 
 
 def check(tree, options):
-    return []
+    seen = set()
+    for model, kernel in judged_kernels(tree):
+        view = LaunchView(tree, model, kernel)
+        accesses = address_accesses(kernel)
+
+        def is_stride_term(t) -> bool:
+            return t.step.kind == StepKind.STRIDE or (
+                t.step.kind == StepKind.SIZE and any(view.is_stride(p) for p in t.step.params)
+            )
+
+        strided = {a.pointer for a in accesses for t in a.terms if is_stride_term(t)}
+        for access in accesses:
+            if access.byte_record or access.pointer not in strided:
+                continue
+            if view.contiguous(access.pointer):
+                continue
+            for term in access.terms:
+                if term.step.kind != StepKind.SIZE or is_stride_term(term):
+                    continue
+                if not (_selects_outer_slice(term) or _split_tile(term, access)):
+                    continue
+                key = (model.path, term.span)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield make_finding(
+                    CODE, model.path, term.span,
+                    product=term.text, pointer=access.pointer, size=term.step.text,
+                    tensor=tensor_of(access.pointer), dim=term_dimension(access, term),
+                )

@@ -1,5 +1,62 @@
-"""Placeholder until the rule lands."""
+"""SC002 unused-stride: a stride parameter that never reaches an address of a tensor the kernel
+really loads or stores.
+
+"Used" means reaching an address, a stored value, a ``tl.rand``/``tl.randint`` offset, a block
+pointer or descriptor, or a call the analysis cannot follow (helpers are inlined). Silent when a
+launch passes a constant or makes the owning tensor contiguous, and when the owner is only read
+through a host-built descriptor. An unused stride of the *last* dimension (a launch passes
+``.stride(-1)`` or the tensor's highest dimension; without launches, the owner has another stride
+in use and is addressed with a unit inner step) is harmless while that stride is 1, so it goes to
+the preview tier.
+"""
+
+from __future__ import annotations
+
+from stridecheck.lint.catalogue import make_finding
+from stridecheck.lint.checks._kernel_side import (
+    LaunchView,
+    address_accesses,
+    judged_kernels,
+    stride_owner,
+)
+from stridecheck.lint.kernels import tensor_of
+from stridecheck.lint.model import IndexSource, ParamKind, StepKind
+
+CODE = "SC002"
+
+
+def _unit_inner(accesses, owner) -> bool:
+    return any(
+        t.step.kind == StepKind.UNIT and IndexSource.ARANGE in t.index.sources
+        for a in accesses if a.pointer == owner for t in a.terms
+    )
 
 
 def check(tree, options):
-    return []
+    for model, kernel in judged_kernels(tree):
+        accesses = address_accesses(kernel)
+        if not accesses:
+            continue
+        view = None
+        for p in kernel.params:
+            if p.kind != ParamKind.STRIDE or p.name in kernel.used_params:
+                continue
+            owner = stride_owner(p.name, kernel)
+            if owner is None or not any(a.pointer == owner for a in accesses):
+                continue
+            if view is None:
+                view = LaunchView(tree, model, kernel)
+            if view.constant(p.name) or view.contiguous(owner):
+                continue
+            owner_strides = [
+                q.name for q in kernel.params
+                if q.kind == ParamKind.STRIDE and q.name != p.name and stride_owner(q.name, kernel) == owner
+            ]
+            if view.launches:
+                last = view.last_dim(p.name)
+            else:
+                last = any(q in kernel.used_params for q in owner_strides) and _unit_inner(accesses, owner)
+            yield make_finding(
+                CODE, model.path, p.span, preview=last,
+                stride=p.name, pointer=owner, tensor=tensor_of(owner),
+            )

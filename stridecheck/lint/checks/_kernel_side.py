@@ -1,0 +1,118 @@
+"""What the kernel-side rules (SC001, SC002, SC006) share: which kernels to judge, what the
+launches of a kernel show about each parameter, and how a stride parameter is paired with the
+tensor it belongs to."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from stridecheck.lint.kernels import tensor_of
+from stridecheck.lint.model import Access, ArgOrigin, Kernel, ModuleModel, OriginKind, ParamKind
+
+ADDRESS_OPS = ("load", "store", "atomic")
+
+
+def judged_kernels(tree) -> Iterator[tuple[ModuleModel, Kernel]]:
+    """Every kernel, and every helper that no kernel of its module calls.
+
+    A helper called from a kernel of its module is judged through its callers (inlined, with the
+    callers' values bound), which is more exact than reading its parameters alone; its findings
+    then point into the helper, once (callers deduplicate by span)."""
+    for model, kernel in tree.kernels():
+        if kernel.called_by:
+            continue
+        yield model, kernel
+
+
+class LaunchView:
+    """What every resolved launch of one kernel shows about its parameters."""
+
+    def __init__(self, tree, model: ModuleModel, kernel: Kernel):
+        try:
+            self.launches = tree.launches_of(model, kernel)
+        except Exception:  # the launch side is another module: never let it break a rule
+            self.launches = []
+
+    def origins(self, param: str) -> list[ArgOrigin]:
+        return [bl.bound[param] for bl in self.launches if param in bl.bound]
+
+    def is_stride(self, param: str) -> bool:
+        """Some launch builds this argument from ``.stride(``: a stride, whatever its name."""
+        return any(_mentions_stride(o) for o in self.origins(param))
+
+    def contiguous(self, pointer: str) -> bool:
+        """Every resolved launch passes a provably contiguous (or freshly allocated) tensor."""
+        got = self.origins(pointer)
+        return bool(got) and all(o.contiguous or o.fresh for o in got)
+
+    def constant(self, param: str) -> bool:
+        """Some launch passes an integer literal."""
+        return any(o.kind == OriginKind.LITERAL for o in self.origins(param))
+
+    def last_dim(self, param: str) -> bool:
+        """Some launch passes ``t.stride(-1)``, or the highest dimension of ``t`` it passes."""
+        for bl in self.launches:
+            o = bl.bound.get(param)
+            if o is None or o.kind != OriginKind.STRIDE or o.dim is None:
+                continue
+            if o.dim == -1:
+                return True
+            dims = [a.dim for a in bl.bound.values()
+                    if a.kind == OriginKind.STRIDE and a.tensor == o.tensor and a.dim is not None and a.dim >= 0]
+            if o.dim > 0 and dims and o.dim == max(dims):
+                return True
+        return False
+
+
+def _mentions_stride(o: ArgOrigin) -> bool:
+    if o.kind == OriginKind.STRIDE or ".stride(" in o.text or ".stride()" in o.text:
+        return True
+    return any(_mentions_stride(f) for f in o.factors)
+
+
+def address_accesses(kernel: Kernel) -> list[Access]:
+    return [a for a in kernel.accesses if a.op in ADDRESS_OPS and a.pointer]
+
+
+def _tokens(name: str) -> list[str]:
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [t for t in name.lower().split("_") if t]
+
+
+def stride_owner(stride: str, kernel: Kernel) -> str | None:
+    """The pointer parameter a stride parameter belongs to, by name (``stride_xm``/``x_stride``/
+    ``keep_row_stride`` -> ``x_ptr``/``keep_ptr``), or None."""
+    bases: dict[str, str] = {}
+    for p in kernel.params:
+        if p.kind == ParamKind.POINTER:
+            bases.setdefault(tensor_of(p.name).lower(), p.name)
+    toks = [t for t in _tokens(stride) if t not in ("stride", "strides")]
+    if not toks:
+        return None
+    cands: list[str] = []
+    for i in range(len(toks), 0, -1):
+        cands.append("_".join(toks[:i]))
+        cands.append("".join(toks[:i]))
+    for i in range(1, len(toks)):
+        cands.append("_".join(toks[i:]))
+    first = toks[0]
+    if len(first) >= 2:
+        cands.append(first[:-1])  # stride_am -> a, stride_xm -> x
+    if re.fullmatch(r"s[a-z]+\d*", stride.lower()):
+        cands.append(re.sub(r"\d+$", "", stride.lower())[1:])  # sx0 -> x
+    for c in cands:
+        if c in bases:
+            return bases[c]
+    return None
+
+
+def term_dimension(access: Access, term) -> int:
+    """Which dimension a term steps, counting the access's non-unit terms in source order."""
+    dim = 0
+    for t in access.terms:
+        if t is term:
+            return dim
+        if t.step.kind.value != "unit":
+            dim += 1
+    return dim

@@ -1,0 +1,1043 @@
+"""Kernel discovery and the per-kernel access model, read from Python's ``ast``.
+
+Why ``ast`` and not the libcst tree: the model needs a source range for every product it keeps,
+and libcst computes positions by re-generating the whole module (about twice the cost of its
+parse); ``ast`` carries them for free and parses an order of magnitude faster. The libcst tree is
+still parsed once per module (for the launch side and ``--fix``); this module never touches it.
+
+How an address is read. Every expression of a kernel is evaluated, statement by statement, into
+a *sum of products* (``_Value``): ``x_ptr + row * x_stride + offs`` is three summands, each a list
+of factors. A factor remembers where its value comes from (program id, ``tl.arange``, a loop
+counter, a load, a parameter, a literal), whether it is 64-bit, and which parameters it depends
+on. Simple assignments are followed (``off = row * n; p = x_ptr + off`` keeps the product
+``row * n`` with its own source range), ``@triton.jit`` helpers of the same module are inlined with
+the caller's values bound to their parameters, and a sum that is multiplied, divided or bounded
+as a whole (``tok < seq_len``) becomes one compound factor: an index, not a set of steps.
+Parameters are classified only after the walk (a size is what bounds a mask, a ``range`` or a
+``tl.cdiv`` anywhere, helpers included), then each address becomes ``Term``s.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field, replace
+
+from stridecheck.lint.model import (
+    Access,
+    HelperCall,
+    Index,
+    IndexSource,
+    Kernel,
+    Param,
+    ParamKind,
+    Span,
+    Step,
+    StepKind,
+    Term,
+)
+
+__all__ = ["SourceText", "find_kernels", "build_kernels", "size_name", "stride_name", "tensor_of"]
+
+# ----------------------------------------------------------------------------- names
+
+# A stride by name: `x_stride`, `stride_xm`, `strides_0`, `sx0`, `s_x1`.
+_STRIDE_NAME = re.compile(r"(?i)(stride|^s[a-z]{0,3}_?\d$)")
+# Size words, matched against the `_`-separated (and lower-cased) tokens of a name.
+_SIZE_TOKENS = frozenset(
+    """n num size sizes sz len length lens numel count cnt dim dims width cols rows ncols nrows
+    vocab hidden heads nheads seqlen ntokens tokens batch elements elems nelem nelems nelements
+    total extent height depth groups nh nt nv nk hd""".split()
+)
+_SIZE_WHOLE = re.compile(r"^(N|M|K|D|H|V|T|L|B|E|S|C|W|HW|HD|KV)$|^(n|num)[a-z_]+$")
+
+
+def _tokens(name: str) -> list[str]:
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [t for t in name.lower().split("_") if t]
+
+
+def stride_name(name: str, extra: tuple[re.Pattern, ...] = ()) -> bool:
+    """Whether ``name`` reads as a stride (``x_stride``, ``stride_xm``, ``sx0``)."""
+    return bool(_STRIDE_NAME.search(name)) or any(p.fullmatch(name) for p in extra)
+
+
+def size_name(name: str, extra: tuple[re.Pattern, ...] = ()) -> bool:
+    """Whether ``name`` reads as a logical size (``n_cols``, ``vocab_size``, ``N``, ``num_heads``)."""
+    if any(p.fullmatch(name) for p in extra):
+        return True
+    if _SIZE_WHOLE.match(name):
+        return True
+    return any(t in _SIZE_TOKENS for t in _tokens(name))
+
+
+_PTR_SUFFIX = re.compile(r"(?i)(_?ptrs?|_?pointers?|_p)$")
+_PTR_PREFIX = re.compile(r"(?i)^(ptrs?_|p_)")
+
+
+def tensor_of(pointer: str) -> str:
+    """The tensor a pointer parameter stands for: ``cache_ptr`` -> ``cache``, ``X`` -> ``x``."""
+    base = _PTR_SUFFIX.sub("", pointer)
+    base = _PTR_PREFIX.sub("", base) or pointer
+    return base if not base.isupper() else base.lower()
+
+
+def _pointer_like(name: str) -> bool:
+    return bool(re.search(r"(?i)ptr|pointer", name))
+
+
+# ----------------------------------------------------------------------------- source text
+
+
+class SourceText:
+    """Source ranges and text of ``ast`` nodes (whose columns count UTF-8 bytes)."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.lines = source.splitlines(keepends=True)
+        self.ascii = source.isascii()
+        self._bytes: dict[int, bytes] = {}
+
+    def _col(self, line: int, col: int) -> int:
+        if self.ascii or line < 1 or line > len(self.lines):
+            return col
+        text = self.lines[line - 1]
+        if text.isascii():
+            return col
+        raw = self._bytes.get(line)
+        if raw is None:
+            raw = self._bytes[line] = text.encode("utf-8")
+        return len(raw[:col].decode("utf-8", errors="replace"))
+
+    def span(self, node: ast.AST) -> Span:
+        line, end_line = node.lineno, node.end_lineno or node.lineno
+        col, end_col = node.col_offset, node.end_col_offset or node.col_offset
+        return Span(line, self._col(line, col) + 1, end_line, self._col(end_line, end_col) + 1)
+
+    def text(self, node: ast.AST) -> str:
+        line, end_line = node.lineno, node.end_lineno or node.lineno
+        col, end_col = node.col_offset, node.end_col_offset
+        if self.ascii:
+            if line == end_line:
+                return self.lines[line - 1][col:end_col]
+            parts = [self.lines[line - 1][col:]]
+            parts.extend(self.lines[line:end_line - 1])
+            parts.append(self.lines[end_line - 1][:end_col])
+            return " ".join(" ".join(p.split()) for p in parts)
+        seg = ast.get_source_segment(self.source, node) or ""
+        return " ".join(seg.split())
+
+
+# ----------------------------------------------------------------------------- kernel discovery
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement at module level and inside classes/if/try/with/functions (not expressions)."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        yield s
+        for attr in ("body", "orelse", "finalbody", "handlers"):
+            sub = getattr(s, attr, None)
+            if sub:
+                stack.extend(reversed(sub))
+
+
+def _imports(body: list[ast.stmt]) -> tuple[set[str], set[str], set[str]]:
+    """Names bound to triton (or a module re-exporting it), to ``triton.jit``, and to tl functions."""
+    triton_names: set[str] = {"triton"}
+    jit_names: set[str] = set()
+    tl_names: set[str] = set()
+    for s in _statements(body):
+        if isinstance(s, ast.Import):
+            for a in s.names:
+                if "triton" in a.name:
+                    triton_names.add((a.asname or a.name).split(".")[0] if not a.asname else a.asname)
+        elif isinstance(s, ast.ImportFrom):
+            mod = s.module or ""
+            for a in s.names:
+                local = a.asname or a.name
+                if a.name == "jit" and "triton" in mod:
+                    jit_names.add(local)
+                elif "triton" in a.name or "triton" in mod:
+                    triton_names.add(local)
+                    if mod.endswith("language"):
+                        tl_names.add(local)
+    return triton_names, jit_names, tl_names
+
+
+def _decorator_name(d: ast.expr) -> str:
+    if isinstance(d, ast.Call):
+        d = d.func
+    return _dotted(d) or ""
+
+
+def _is_jit(name: str, triton_names: set[str], jit_names: set[str]) -> bool:
+    if name in jit_names:
+        return True
+    head, _, last = name.rpartition(".")
+    if last != "jit" or not head:
+        return False
+    root = head.split(".")[0]
+    return root in triton_names or "triton" in head
+
+
+def find_kernels(tree: ast.Module) -> list[ast.FunctionDef]:
+    """Every function decorated by ``triton.jit`` (any spelling), in source order."""
+    triton_names, jit_names, _ = _imports(tree.body)
+    found = []
+    for s in _statements(tree.body):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.decorator_list:
+            if any(_is_jit(_decorator_name(d), triton_names, jit_names) for d in s.decorator_list):
+                found.append(s)
+    found.sort(key=lambda f: (f.lineno, f.col_offset))
+    return found
+
+
+# ----------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True, slots=True)
+class _Factor:
+    text: str
+    sources: frozenset = frozenset()  # IndexSource, parameters excluded (added once classified)
+    params: frozenset = frozenset()  # kernel parameters it depends on
+    int64: bool = False
+    param: str | None = None  # a bare parameter
+    literal: bool = False  # an integer literal or a module-level constant
+    floordiv: frozenset = frozenset()  # parameters it was floor-divided by (`i // n`)
+    blocks: frozenset = frozenset()  # extents of the aranges in it (`tl.arange(0, BLOCK)` -> BLOCK)
+    pid_blocks: frozenset = frozenset()  # constexprs a program id/loop counter is multiplied by
+    loaded_from: frozenset = frozenset()  # pointer parameters of the loads it comes from
+    bounds: frozenset = frozenset()  # parameters bounding it as a whole (comparisons)
+
+
+@dataclass(frozen=True, slots=True)
+class _Summand:
+    factors: tuple[_Factor, ...]
+    span: Span
+    text: str
+    neg: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """A block pointer or tensor descriptor: base, and per dimension an offset and a stride."""
+
+    op: str
+    base: "_Value"
+    strides: tuple[tuple["_Value", Span, str], ...]
+    offsets: tuple["_Value | None", ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    summands: tuple[_Summand, ...] = ()
+    byte_record: bool = False
+    block: _Block | None = None
+
+
+_EMPTY = _Value()
+
+
+def _merge(factors, text: str, **extra) -> _Factor:
+    srcs, params, fd, blocks, pb, lf, bounds = set(), set(), set(), set(), set(), set(), set()
+    int64 = False
+    for f in factors:
+        srcs |= f.sources
+        params |= f.params
+        if f.param:
+            params.add(f.param)
+        fd |= f.floordiv
+        blocks |= f.blocks
+        pb |= f.pid_blocks
+        lf |= f.loaded_from
+        bounds |= f.bounds
+        int64 = int64 or f.int64
+    literal = all(f.literal for f in factors) if factors else False
+    kw = dict(
+        text=text, sources=frozenset(srcs), params=frozenset(params), int64=int64, literal=literal,
+        floordiv=frozenset(fd), blocks=frozenset(blocks), pid_blocks=frozenset(pb),
+        loaded_from=frozenset(lf), bounds=frozenset(bounds),
+    )
+    kw.update(extra)
+    return _Factor(**kw)
+
+
+def _all_factors(v: _Value):
+    for s in v.summands:
+        yield from s.factors
+    if v.block is not None:
+        yield from _all_factors(v.block.base)
+        for sv, _, _ in v.block.strides:
+            yield from _all_factors(sv)
+        for ov in v.block.offsets:
+            if ov is not None:
+                yield from _all_factors(ov)
+
+
+def _params_of(v: _Value) -> set[str]:
+    out: set[str] = set()
+    for f in _all_factors(v):
+        out |= f.params
+        if f.param:
+            out.add(f.param)
+    return out
+
+
+def _with_int64(v: _Value, flag: bool) -> _Value:
+    return replace(
+        v,
+        summands=tuple(
+            replace(s, factors=tuple(replace(f, int64=flag) for f in s.factors)) for s in v.summands
+        ),
+    )
+
+
+# ----------------------------------------------------------------------------- the walk
+
+_ATOMICS = frozenset(
+    "atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas".split()
+)
+_PASS_THROUGH = frozenset(
+    """multiple_of max_contiguous max_constancy broadcast_to reshape view expand_dims ravel
+    broadcast assume""".split()
+)
+_RANDOM = frozenset("rand randn randint randint4x philox".split())
+_RANGES = frozenset({"range", "static_range"})
+_INT64 = re.compile(r"u?int64")
+_BYTE_TYPES = re.compile(r"(?i)u?int8|fp8|float8|bitcast")
+_MAX_INLINE_DEPTH = 4
+
+
+@dataclass
+class _Raw:
+    op: str
+    address: _Value | None
+    mask: _Value | None
+    span: Span
+    writes: bool
+    via_helper: str | None
+
+
+@dataclass
+class _Facts:
+    """What one kernel's walk (helpers inlined) learnt; parameters are the kernel's own."""
+
+    bound: set = field(default_factory=set)  # bound a comparison, a range or a tl.cdiv
+    address: set = field(default_factory=set)  # appear in an address
+    used: set = field(default_factory=set)  # reach an address, a stored value, a rand offset...
+    multiplies_index: set = field(default_factory=set)  # multiply an index inside an address
+    bases: set = field(default_factory=set)  # the base pointer of an address
+    raws: list = field(default_factory=list)
+    helper_calls: list = field(default_factory=list)
+    anns: dict = field(default_factory=dict)  # the kernel's parameter annotations
+
+
+class _Walker:
+    def __init__(self, ctx: "_Context", func: ast.FunctionDef, facts: _Facts, env: dict, params: dict,
+                 depth: int, helper: str | None, stack: tuple[str, ...]):
+        self.ctx = ctx
+        self.func = func
+        self.facts = facts
+        self.env = env
+        self.params = params  # name -> annotation text (only for the analysed kernel itself)
+        self.depth = depth
+        self.helper = helper
+        self.stack = stack
+        self.returned: _Value | None = None
+        self.bounded_names = ctx.bounded_names(func)
+
+    # -- statements
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s: ast.stmt) -> None:
+        if isinstance(s, ast.Assign):
+            v = self.eval(s.value)
+            for t in s.targets:
+                self.assign(t, s.value, v)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.assign(s.target, s.value, self.eval(s.value))
+        elif isinstance(s, ast.AugAssign):
+            rhs = self.eval(s.value)
+            if isinstance(s.target, ast.Name):
+                cur = self.name(s.target)
+                self.env[s.target.id] = self.binop(s.op, cur, rhs, s, s.target)
+        elif isinstance(s, ast.Expr):
+            self.eval(s.value)
+        elif isinstance(s, ast.If):
+            self.eval(s.test)
+            self.block(s.body)
+            self.block(s.orelse)
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            self.loop(s)
+        elif isinstance(s, ast.While):
+            self.eval(s.test)
+            self.block(s.body)
+            self.block(s.orelse)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            self.block(s.body)
+        elif isinstance(s, ast.Try):
+            self.block(s.body)
+            for h in s.handlers:
+                self.block(h.body)
+            self.block(s.orelse)
+            self.block(s.finalbody)
+        elif isinstance(s, ast.Return):
+            if s.value is not None:
+                self.returned = self.eval(s.value)
+        elif isinstance(s, ast.Assert):
+            self.eval(s.test)
+
+    def assign(self, target: ast.expr, value_node: ast.expr, v: _Value) -> None:
+        if isinstance(target, ast.Name):
+            self.env[target.id] = v
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts):
+                for t, e in zip(target.elts, value_node.elts):
+                    self.assign(t, e, self.eval(e))
+            else:
+                for t in target.elts:
+                    if isinstance(t, ast.Name):
+                        f = _merge(list(_all_factors(v)), t.id)
+                        f = replace(f, sources=f.sources | {IndexSource.OTHER})
+                        self.env[t.id] = _Value((_Summand((f,), self.ctx.src.span(t), t.id),))
+
+    def loop(self, s) -> None:
+        it = s.iter
+        fn = it.func if isinstance(it, ast.Call) else None
+        name = (_dotted(fn) or "") if fn is not None else ""
+        if name.rpartition(".")[2] in _RANGES:
+            args = it.args
+            bound_args = args[1:2] if len(args) >= 2 else args[:1]
+            vals = [self.eval(a) for a in args]
+            for a, v in zip(args, vals):
+                if a in bound_args:
+                    self.facts.bound |= _params_of(v)
+            int64 = any(f.int64 for v in vals[:2] for f in _all_factors(v))
+            if isinstance(s.target, ast.Name):
+                self.env[s.target.id] = _Value((
+                    _Summand((_Factor(s.target.id, frozenset({IndexSource.LOOP}), int64=int64),),
+                             self.ctx.src.span(s.target), s.target.id),
+                ))
+        else:
+            self.eval(it)
+            for t in ast.walk(s.target):
+                if isinstance(t, ast.Name):
+                    self.env[t.id] = _Value((
+                        _Summand((_Factor(t.id, frozenset({IndexSource.LOOP})),), self.ctx.src.span(t), t.id),
+                    ))
+        self.block(s.body)
+        self.block(s.orelse)
+
+    # -- expressions
+
+    def atom(self, node: ast.AST, factor: _Factor) -> _Value:
+        return _Value((_Summand((factor,), self.ctx.src.span(node), factor.text),))
+
+    def collapse(self, node: ast.AST, values: list[_Value], **extra) -> _Value:
+        text = self.ctx.src.text(node)
+        factors = [f for v in values for f in _all_factors(v)]
+        return self.atom(node, _merge(factors, text, **extra))
+
+    def name(self, node: ast.Name) -> _Value:
+        v = self.env.get(node.id)
+        if v is not None:
+            if node.id in self.bounded_names and len(v.summands) > 1 and v.block is None:
+                return self.collapse(node, [v])
+            return v
+        if node.id in self.params:
+            ann = self.params[node.id]
+            return self.atom(node, _Factor(node.id, param=node.id, int64=bool(ann and _INT64.search(ann))))
+        # A module-level name: a constant (captured as constexpr) or a function.
+        return self.atom(node, _Factor(node.id, frozenset({IndexSource.CONSTEXPR}), literal=True))
+
+    def eval(self, node: ast.expr | None) -> _Value:
+        if node is None:
+            return _EMPTY
+        if isinstance(node, ast.Name):
+            return self.name(node)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, int) and not isinstance(node.value, bool):
+                return self.atom(node, _Factor(repr(node.value), frozenset({IndexSource.CONSTEXPR}), literal=True))
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.CONSTEXPR}), literal=True))
+        if isinstance(node, ast.BinOp):
+            return self.binop(node.op, self.eval(node.left), self.eval(node.right), node, node.right)
+        if isinstance(node, ast.UnaryOp):
+            v = self.eval(node.operand)
+            if isinstance(node.op, ast.USub):
+                return replace(v, summands=tuple(replace(s, neg=not s.neg) for s in v.summands))
+            if isinstance(node.op, ast.UAdd):
+                return v
+            return self.collapse(node, [v])
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Subscript):
+            v = self.eval(node.value)
+            self.eval(node.slice) if not isinstance(node.slice, (ast.Slice, ast.Tuple, ast.Constant)) else None
+            return v
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and (node.value.id in self.env or node.value.id in self.params):
+                return self.eval(node.value)
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.CONSTEXPR}), literal=True))
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.BoolOp):
+            return self.collapse(node, [self.eval(v) for v in node.values])
+        if isinstance(node, ast.IfExp):
+            self.eval(node.test)
+            a, b = self.eval(node.body), self.eval(node.orelse)
+            if a.block is not None or _has_pointer_base(a, self):
+                return a
+            if b.block is not None or _has_pointer_base(b, self):
+                return b
+            return self.collapse(node, [a, b])
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return self.collapse(node, [self.eval(e) for e in node.elts])
+        if isinstance(node, ast.JoinedStr):
+            return _EMPTY
+        return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER})))
+
+    def binop(self, op: ast.operator, a: _Value, b: _Value, node: ast.AST, right: ast.AST) -> _Value:
+        if isinstance(op, ast.Add):
+            return _Value(a.summands + b.summands, a.byte_record or b.byte_record, a.block or b.block)
+        if isinstance(op, ast.Sub):
+            neg = tuple(replace(s, neg=not s.neg) for s in b.summands)
+            return _Value(a.summands + neg, a.byte_record or b.byte_record, a.block or b.block)
+        if isinstance(op, ast.Mult):
+            fa = self._product_factors(a)
+            fb = self._product_factors(b)
+            if not a.summands or not b.summands:
+                return a if a.summands else b
+            neg = (len(a.summands) == 1 and a.summands[0].neg) != (len(b.summands) == 1 and b.summands[0].neg)
+            factors = fa + fb
+            pid_blocks = self._pid_blocks(factors)
+            if pid_blocks:
+                factors = tuple(replace(f, pid_blocks=f.pid_blocks | pid_blocks) for f in factors)
+            return _Value((_Summand(factors, self.ctx.src.span(node), self.ctx.src.text(node), neg),))
+        if isinstance(op, ast.FloorDiv):
+            return self.collapse(node, [a, b], floordiv=frozenset(_params_of(b)) | frozenset(
+                f.text for f in _all_factors(b)))
+        return self.collapse(node, [a, b])
+
+    def _pid_blocks(self, factors) -> frozenset:
+        """`pid * BLOCK`: the constexpr tile size a program id (or loop counter) is multiplied by."""
+        if not any(f.sources & {IndexSource.PROGRAM_ID, IndexSource.LOOP} for f in factors):
+            return frozenset()
+        return frozenset(
+            f.text for f in factors
+            if f.literal or (f.param and "constexpr" in (self.facts.anns.get(f.param) or ""))
+        )
+
+    def _product_factors(self, v: _Value) -> tuple[_Factor, ...]:
+        if len(v.summands) == 1:
+            return v.summands[0].factors
+        if not v.summands:
+            return ()
+        texts = " + ".join(s.text for s in v.summands)
+        return (_merge([f for s in v.summands for f in s.factors], f"({texts})"),)
+
+    def compare(self, node: ast.Compare) -> _Value:
+        sides = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
+        bounds: set[str] = set()
+        for i, op in enumerate(node.ops):
+            if not isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+                continue
+            left, right = sides[i], sides[i + 1]
+            li, ri = _is_index(left), _is_index(right)
+            if li and not ri:
+                bounds |= _params_of(right)
+            elif ri and not li:
+                bounds |= _params_of(left)
+        self.facts.bound |= bounds
+        out = self.collapse(node, sides)
+        s = out.summands[0]
+        f = replace(s.factors[0], bounds=s.factors[0].bounds | frozenset(bounds))
+        return _Value((replace(s, factors=(f,)),))
+
+    def call(self, node: ast.Call) -> _Value:
+        fn = node.func
+        dotted = _dotted(fn) or ""
+        last = dotted.rpartition(".")[2] if dotted else (fn.attr if isinstance(fn, ast.Attribute) else "")
+        is_tl = "." in dotted or dotted in self.ctx.tl_names
+        # Method calls on a value: x.to(...), x.cast, ptr.to(tl.pointer_type(...)).
+        root = fn.value if isinstance(fn, ast.Attribute) else None
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(fn, ast.Attribute) and not (
+            isinstance(root, ast.Name) and root.id not in self.env and root.id not in self.params
+        ):
+            if fn.attr == "to":
+                return self.cast(self.eval(fn.value), node.args[1:] if False else node.args, node)
+            if fn.attr in _PASS_THROUGH or fn.attr in ("T",):
+                return self.eval(fn.value)
+            base = self.eval(fn.value)
+            args = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]
+            if fn.attr in ("load", "store") and base.block is not None:
+                return self.block_access(node, base, fn.attr)
+            if fn.attr == "advance":
+                return base
+            return self.collapse(node, [base] + args)
+        if last == "program_id" and is_tl:
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.PROGRAM_ID})))
+        if last == "arange" and is_tl:
+            ext = node.args[1] if len(node.args) > 1 else (node.args[0] if node.args else None)
+            blocks = frozenset({self.ctx.src.text(ext)}) if ext is not None else frozenset()
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.ARANGE}), blocks=blocks))
+        if last in ("load", "store") or last in _ATOMICS:
+            if is_tl:
+                return self.access(node, last)
+        if last in ("make_block_ptr", "make_tensor_descriptor") and is_tl:
+            return self.make_block(node, last)
+        if last == "advance" and is_tl and node.args:
+            for a in node.args[1:]:
+                self.eval(a)
+            return self.eval(node.args[0])
+        if last == "cast" and is_tl and node.args:
+            return self.cast(self.eval(node.args[0]), node.args[1:], node)
+        if last in _PASS_THROUGH and is_tl and node.args:
+            v = self.eval(node.args[0])
+            for a in node.args[1:]:
+                self.eval(a)
+            return v
+        if last == "cdiv" and node.args:
+            vals = [self.eval(a) for a in node.args]
+            self.facts.bound |= _params_of(vals[0])
+            return self.collapse(node, vals)
+        if last in _RANDOM and is_tl:
+            vals = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]
+            for v in vals:
+                self.facts.used |= _params_of(v)
+            return self.collapse(node, vals, sources=frozenset({IndexSource.OTHER}))
+        if last in ("full", "zeros") and is_tl:
+            vals = [self.eval(a) for a in node.args]
+            int64 = any(_INT64.search(self.ctx.src.text(a)) for a in list(node.args[1:]) + [k.value for k in node.keywords])
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.CONSTEXPR}), int64=bool(int64)))
+        if last == "where" and is_tl and len(node.args) == 3:
+            self.eval(node.args[0])
+            a, b = self.eval(node.args[1]), self.eval(node.args[2])
+            if a.block is not None or _has_pointer_base(a, self):
+                return a
+            if b.block is not None or _has_pointer_base(b, self):
+                return b
+            return self.collapse(node, [a, b])
+        if isinstance(fn, ast.Name) and fn.id in self.ctx.jit_funcs and fn.id not in self.stack \
+                and self.depth < _MAX_INLINE_DEPTH:
+            return self.inline(node, self.ctx.jit_funcs[fn.id])
+        vals = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]
+        if not is_tl and not (isinstance(fn, ast.Name) and fn.id in ("min", "max", "int", "abs", "len")):
+            # A call we cannot follow: whatever it is handed may be used.
+            for v in vals:
+                self.facts.used |= _params_of(v)
+        return self.collapse(node, vals)
+
+    def cast(self, v: _Value, args: list[ast.expr], node: ast.Call) -> _Value:
+        texts = [self.ctx.src.text(a) for a in args] + [
+            f"{k.arg}={self.ctx.src.text(k.value)}" for k in node.keywords
+        ]
+        joined = " ".join(texts)
+        if "pointer_type" in joined or "bitcast=True" in joined:
+            if _BYTE_TYPES.search(joined) or "bitcast=True" in joined:
+                v = replace(v, byte_record=True)
+            return v
+        if _INT64.search(joined):
+            return _with_int64(v, True)
+        if re.search(r"int(8|16|32)\b", joined):
+            return _with_int64(v, False)
+        return v
+
+    def inline(self, node: ast.Call, helper: ast.FunctionDef) -> _Value:
+        names = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+        env: dict[str, _Value] = {}
+        bindings: dict[str, str] = {}
+        for name, a in zip(names, node.args):
+            if isinstance(a, ast.Starred):
+                break
+            env[name] = self.eval(a)
+            bindings[name] = self.ctx.src.text(a)
+        for k in node.keywords:
+            if k.arg:
+                env[k.arg] = self.eval(k.value)
+                bindings[k.arg] = self.ctx.src.text(k.value)
+        self.facts.helper_calls.append(HelperCall(helper.name, self.ctx.src.span(node), bindings))
+        w = _Walker(self.ctx, helper, self.facts, env, {}, self.depth + 1, helper.name,
+                    self.stack + (helper.name,))
+        w.block(helper.body)
+        if w.returned is not None:
+            return w.returned
+        return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER})))
+
+    def _mask_arg(self, node: ast.Call, op: str) -> ast.expr | None:
+        for k in node.keywords:
+            if k.arg == "mask":
+                return k.value
+        pos = 1 if op == "load" else 2
+        return node.args[pos] if len(node.args) > pos else None
+
+    def _pointer_arg(self, node: ast.Call) -> ast.expr | None:
+        if node.args:
+            return node.args[0]
+        for k in node.keywords:
+            if k.arg in ("pointer", "ptr", "base"):
+                return k.value
+        return None
+
+    def access(self, node: ast.Call, op: str) -> _Value:
+        kind = "atomic" if op in _ATOMICS else op
+        ptr_node = self._pointer_arg(node)
+        addr = self.eval(ptr_node)
+        mask_node = self._mask_arg(node, op)
+        mask = self.eval(mask_node) if mask_node is not None else None
+        others = [a for a in node.args[1:] if a is not mask_node] + [
+            k.value for k in node.keywords if k.value is not mask_node and k.arg not in ("pointer", "ptr")
+        ]
+        for o in others:
+            v = self.eval(o)
+            if kind != "load":
+                self.facts.used |= _params_of(v)  # a stride stored as a value is used
+        if addr.block is not None:
+            return self.block_access(node, addr, kind, mask)
+        self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper))
+        ps = _params_of(addr)
+        self.facts.address |= ps
+        self.facts.used |= ps
+        if kind == "load":
+            base = _base_summand(addr, self)
+            lf = frozenset({base.factors[0].param}) if base is not None else frozenset()
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED}), loaded_from=lf))
+        return _EMPTY
+
+    def block_access(self, node: ast.Call, bv: _Value, kind: str, mask: _Value | None = None) -> _Value:
+        kind = "load" if kind == "load" else kind
+        self.facts.raws.append(_Raw(kind, bv, mask, self.ctx.src.span(node), kind != "load", self.helper))
+        if kind == "load":
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED})))
+        return _EMPTY
+
+    def make_block(self, node: ast.Call, last: str) -> _Value:
+        op = "block_ptr" if last == "make_block_ptr" else "descriptor"
+        names = ["base", "shape", "strides", "offsets", "block_shape", "order"] if op == "block_ptr" else [
+            "base", "shape", "strides", "block_shape"]
+        args: dict[str, ast.expr] = dict(zip(names, node.args))
+        for k in node.keywords:
+            if k.arg:
+                args[k.arg] = k.value
+        base = self.eval(args.get("base"))
+        strides: list[tuple[_Value, Span, str]] = []
+        s_node = args.get("strides")
+        if isinstance(s_node, (ast.Tuple, ast.List)):
+            for e in s_node.elts:
+                strides.append((self.eval(e), self.ctx.src.span(e), self.ctx.src.text(e)))
+        elif s_node is not None:
+            strides.append((self.eval(s_node), self.ctx.src.span(s_node), self.ctx.src.text(s_node)))
+        offsets: list[_Value | None] = []
+        o_node = args.get("offsets")
+        if isinstance(o_node, (ast.Tuple, ast.List)):
+            offsets = [self.eval(e) for e in o_node.elts]
+        for k in ("shape", "block_shape", "order"):
+            if k in args:
+                v = self.eval(args[k])
+                if k == "shape":
+                    self.facts.bound |= _params_of(v)
+        blk = _Block(op, base, tuple(strides), tuple(offsets), self.ctx.src.span(node))
+        v = _Value(block=blk)
+        ps = _params_of(v)
+        self.facts.address |= ps
+        self.facts.used |= ps
+        self.facts.raws.append(_Raw(op, v, None, self.ctx.src.span(node), False, self.helper))
+        return v
+
+
+def _is_index(v: _Value) -> bool:
+    """Whether a compared side is an index (depends on a program id, arange, loop or load)."""
+    idx = {IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.LOADED, IndexSource.OTHER}
+    return any(f.sources & idx for f in _all_factors(v))
+
+
+def _base_summand(v: _Value, w) -> _Summand | None:
+    """The summand holding the base pointer: a bare parameter, preferably pointer-named."""
+    cands = [s for s in v.summands if len(s.factors) == 1 and s.factors[0].param and not s.neg]
+    if not cands:
+        return None
+    if len(cands) == 1:
+        return cands[0]
+    for s in cands:
+        if _pointer_like(s.factors[0].param):
+            return s
+    for s in cands:
+        p = s.factors[0].param
+        if not size_name(p) and not stride_name(p) and p not in w.facts.bound:
+            return s
+    return cands[0]
+
+
+def _has_pointer_base(v: _Value, w) -> bool:
+    s = _base_summand(v, w)
+    return s is not None and _pointer_like(s.factors[0].param)
+
+
+# ----------------------------------------------------------------------------- module context
+
+
+class _Context:
+    def __init__(self, tree: ast.Module, src: SourceText, options):
+        self.src = src
+        self.kernels = find_kernels(tree)
+        self.jit_funcs = {f.name: f for f in self.kernels}
+        _, _, self.tl_names = _imports(tree.body)
+        self._bounded: dict[int, frozenset] = {}
+        self.extra_size = tuple(re.compile(p) for p in getattr(options, "extra_size_names", ()) or ())
+        self.extra_stride = tuple(re.compile(p) for p in getattr(options, "extra_stride_names", ()) or ())
+
+    def bounded_names(self, func: ast.FunctionDef) -> frozenset:
+        """Local names compared as a whole with an ordering comparison (`tok < seq_len`)."""
+        got = self._bounded.get(id(func))
+        if got is None:
+            names = set()
+            for n in ast.walk(func):
+                if isinstance(n, ast.Compare) and any(
+                    isinstance(o, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for o in n.ops
+                ):
+                    for side in [n.left] + list(n.comparators):
+                        while isinstance(side, ast.Subscript):
+                            side = side.value
+                        if isinstance(side, ast.Name):
+                            names.add(side.id)
+            got = self._bounded[id(func)] = frozenset(names)
+        return got
+
+
+def _shape_comment(src: SourceText, line: int) -> str | None:
+    """A `# [rows, cols]` comment on the line above a parameter, or trailing on its own line."""
+    lines = src.lines
+    if 1 <= line <= len(lines):
+        own = lines[line - 1]
+        if "#" in own and "[" in own.split("#", 1)[1]:
+            return own.split("#", 1)[1].strip()
+    if line >= 2:
+        above = lines[line - 2].strip()
+        if above.startswith("#") and "[" in above:
+            return above.lstrip("#").strip()
+    return None
+
+
+def _classify(name: str, ann: str | None, facts: _Facts, ctx: _Context) -> ParamKind:
+    if ann and "constexpr" in ann:
+        return ParamKind.CONSTEXPR
+    if name in facts.bases:
+        return ParamKind.POINTER
+    if name in facts.bound:
+        return ParamKind.SIZE
+    if stride_name(name, ctx.extra_stride):
+        return ParamKind.STRIDE
+    if size_name(name, ctx.extra_size):
+        return ParamKind.SIZE
+    if name in facts.multiplies_index:
+        return ParamKind.STRIDE
+    if _pointer_like(name):
+        return ParamKind.POINTER
+    return ParamKind.SCALAR
+
+
+def _index_and_step(summand: _Summand, kinds: dict[str, ParamKind], pid_free: bool = False):
+    step_f, lit_f, idx_f = [], [], []
+    for f in summand.factors:
+        k = kinds.get(f.param) if f.param else None
+        if k in (ParamKind.STRIDE, ParamKind.SIZE):
+            step_f.append(f)
+        elif f.literal or k == ParamKind.CONSTEXPR:
+            lit_f.append(f)
+        else:
+            idx_f.append(f)
+    if not idx_f and lit_f and not step_f:
+        # `4 * BLOCK` alone, or a bare constexpr offset: an index of its own, unit step.
+        idx_f, lit_f = lit_f, []
+    return idx_f, step_f, lit_f
+
+
+def _make_term(summand: _Summand, kinds: dict[str, ParamKind], consts: set[str]) -> Term:
+    idx_f, step_f, lit_f = _index_and_step(summand, kinds)
+    # `(i // n) * n` is an index rounded down, not a step.
+    rounded = {p for f in idx_f for p in f.floordiv}
+    if step_f and all(f.param in rounded for f in step_f):
+        idx_f, step_f = idx_f + step_f, []
+    sources: set = set()
+    params: set = set()
+    bounds: set = set()
+    loaded: set = set()
+    for f in idx_f:
+        sources |= f.sources
+        bounds |= f.bounds
+        loaded |= f.loaded_from
+        ps = set(f.params) | ({f.param} if f.param else set())
+        params |= ps
+        for p in ps:
+            k = kinds.get(p)
+            if k is None:
+                continue
+            sources.add(IndexSource.CONSTEXPR if k == ParamKind.CONSTEXPR else IndexSource.SCALAR_ARG)
+    if not idx_f and lit_f:
+        sources.add(IndexSource.CONSTEXPR)
+    idx_text = " * ".join(f.text for f in idx_f) if idx_f else "1"
+    index = Index(
+        text=idx_text,
+        sources=frozenset(sources),
+        params=frozenset(params),
+        is_int64=any(f.int64 for f in idx_f),
+        bounds=tuple(sorted(bounds)),
+        loaded_from=tuple(sorted(loaded)),
+        pid_blocks=tuple(sorted({b for f in idx_f for b in f.pid_blocks})),
+        arange_blocks=tuple(sorted({b for f in idx_f for b in f.blocks})),
+    )
+    if step_f:
+        kind = StepKind.STRIDE if any(kinds[f.param] == ParamKind.STRIDE for f in step_f) else StepKind.SIZE
+        step = Step(kind, " * ".join(f.text for f in step_f + lit_f), tuple(f.param for f in step_f))
+    elif lit_f:
+        step = Step(StepKind.LITERAL, " * ".join(f.text for f in lit_f))
+    elif len(summand.factors) == 1:
+        step = Step(StepKind.UNIT, "")
+    else:
+        step = Step(StepKind.OTHER, "")
+    return Term(index, step, summand.span, summand.text,
+                is_int64=any(f.int64 for f in summand.factors))
+
+
+def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
+    src = ctx.src
+    args = func.args
+    plain = args.posonlyargs + args.args
+    all_args = plain + args.kwonlyargs
+    anns = {a.arg: (src.text(a.annotation) if a.annotation is not None else None) for a in all_args}
+    facts = _Facts(anns=anns)
+    env: dict[str, _Value] = {}
+    w = _Walker(ctx, func, facts, env, anns, 0, None, (func.name,))
+    w.block(func.body)
+
+    # Base pointers and index multipliers, from the raw addresses.
+    for raw in facts.raws:
+        addrs = [raw.address.block.base] if raw.address.block is not None else [raw.address]
+        for addr in addrs:
+            base = _base_summand(addr, w)
+            if base is not None:
+                facts.bases.add(base.factors[0].param)
+        if raw.address.block is None:
+            for s in raw.address.summands:
+                if len(s.factors) < 2:
+                    continue
+                has_index = any(
+                    f.sources & {IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.LOADED}
+                    for f in s.factors
+                )
+                if has_index:
+                    facts.multiplies_index |= {f.param for f in s.factors if f.param}
+
+    defaults = list(args.defaults)
+    default_of: dict[str, str] = {}
+    for a, d in zip(plain[len(plain) - len(defaults):], defaults):
+        default_of[a.arg] = src.text(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            default_of[a.arg] = src.text(d)
+    params: list[Param] = []
+    kinds: dict[str, ParamKind] = {}
+    for pos, a in enumerate(all_args):
+        kind = _classify(a.arg, anns[a.arg], facts, ctx)
+        kinds[a.arg] = kind
+        params.append(Param(
+            name=a.arg, position=pos, kind=kind, span=src.span(a),
+            constexpr=kind == ParamKind.CONSTEXPR, default=default_of.get(a.arg),
+            shape_comment=_shape_comment(src, a.lineno) if kind == ParamKind.POINTER else None,
+        ))
+
+    accesses: list[Access] = []
+    consts = {p for p, k in kinds.items() if k == ParamKind.CONSTEXPR}
+    for raw in facts.raws:
+        accesses.append(_make_access(raw, kinds, consts, w))
+
+    decorators = tuple(_decorator_name(d) for d in func.decorator_list)
+    return Kernel(
+        name=func.name,
+        span=_def_span(func, src),
+        params=params,
+        accesses=accesses,
+        helper_calls=facts.helper_calls,
+        decorators=decorators,
+        docstring=ast.get_docstring(func),
+        used_params=frozenset(p for p in facts.used if p in kinds),
+    )
+
+
+def _def_span(func: ast.FunctionDef, src: SourceText) -> Span:
+    line = func.lineno
+    text = src.lines[line - 1] if line <= len(src.lines) else ""
+    col = src._col(line, func.col_offset)
+    end = col + len(text[col:].split("(", 1)[0].rstrip())
+    return Span(line, col + 1, line, max(end, col + 1) + 1)
+
+
+def _make_access(raw: _Raw, kinds, consts, w) -> Access:
+    mask_bounds: tuple[str, ...] = ()
+    if raw.mask is not None:
+        mask_bounds = tuple(sorted({p for f in _all_factors(raw.mask) for p in f.bounds if p in kinds}))
+    v = raw.address
+    if v.block is not None:
+        blk = v.block
+        base = _base_summand(blk.base, w)
+        terms = []
+        for i, (sv, span, text) in enumerate(blk.strides):
+            off = blk.offsets[i] if i < len(blk.offsets) else None
+            factors = []
+            if off is not None and off.summands:
+                factors.append(_merge(list(_all_factors(off)), " + ".join(s.text for s in off.summands)))
+            factors.extend(f for s in sv.summands for f in s.factors)
+            if not factors:
+                continue
+            terms.append(_make_term(_Summand(tuple(factors), span, text), kinds, consts))
+        return Access(
+            op=raw.op if raw.op in ("block_ptr", "descriptor") else raw.op,
+            pointer=base.factors[0].param if base is not None else None,
+            terms=terms, span=raw.span, writes=raw.writes, mask_bounds=mask_bounds,
+            byte_record=blk.base.byte_record,
+            descriptor_strides=tuple(t for _, _, t in blk.strides) if raw.op in ("block_ptr", "descriptor") else (),
+            via_helper=raw.via_helper,
+        )
+    base = _base_summand(v, w)
+    terms = [_make_term(s, kinds, consts) for s in v.summands if s is not base]
+    return Access(
+        op=raw.op, pointer=base.factors[0].param if base is not None else None, terms=terms,
+        span=raw.span, writes=raw.writes, mask_bounds=mask_bounds, byte_record=v.byte_record,
+        via_helper=raw.via_helper,
+    )
+
+
+def build_kernels(tree: ast.Module, source: str, options) -> list[Kernel]:
+    """The access model of every ``@triton.jit`` function of a module (helpers included).
+
+    ``Kernel.called_by`` names the kernels of the same module that call it (its accesses are
+    then also inlined into theirs, with the callers' values bound)."""
+    src = SourceText(source)
+    ctx = _Context(tree, src, options)
+    kernels = [_build_kernel(f, ctx) for f in ctx.kernels]
+    callers: dict[str, set[str]] = {}
+    for k in kernels:
+        for hc in k.helper_calls:
+            callers.setdefault(hc.callee, set()).add(k.name)
+    for k in kernels:
+        k.called_by = tuple(sorted(set(callers.get(k.name, ())) - {k.name}))
+    return kernels
