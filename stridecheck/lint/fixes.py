@@ -29,14 +29,10 @@ def _leaves(o: ArgOrigin) -> list[ArgOrigin]:
     return [o]
 
 
-def shape_fix(arg: ArgOrigin, pointer_arg: ArgOrigin | None) -> Fix | None:
-    """``heads * dim`` -> ``pool.stride(0)`` when exactly one stride of the pointer's tensor is meant."""
-    if pointer_arg is None or pointer_arg.kind is not OriginKind.TENSOR or not pointer_arg.tensor:
-        return None
-    tensor = pointer_arg.tensor
-    if pointer_arg.text != tensor or arg.kind not in (OriginKind.SHAPE, OriginKind.PRODUCT):
-        return None
-    leaves = _leaves(arg)
+def trailing_dims(o: ArgOrigin, tensor: str) -> list[int] | None:
+    """The dimensions of ``tensor`` whose sizes multiply to ``o``, as negative indices; None when
+    ``o`` is not such a product (another tensor, a literal, a dimension of unknown rank)."""
+    leaves = _leaves(o)
     if any(l.kind is not OriginKind.SHAPE or l.tensor != tensor or l.dim is None for l in leaves):
         return None
     ndims = {l.ndim for l in leaves if l.ndim is not None}
@@ -46,19 +42,43 @@ def shape_fix(arg: ArgOrigin, pointer_arg: ArgOrigin | None) -> Fix | None:
     dims = []
     for l in leaves:
         d = l.dim
-        if d >= 0 and ndim is not None:
-            d -= ndim  # as a negative index: trailing dimensions are -1, -2, ...
+        if d >= 0:
+            if ndim is None:
+                return None
+            d -= ndim
         dims.append(d)
-    if any(d >= 0 for d in dims) or len(set(dims)) != len(dims):
-        return None
+    return dims if len(set(dims)) == len(dims) else None
+
+
+def outer_dim(dims: list[int]) -> int | None:
+    """The dimension just outside ``dims`` when they are exactly the trailing ones (-1, -2, ...)."""
     m = len(dims)
-    if sorted(dims) != list(range(-m, 0)):
-        return None  # not exactly the trailing dimensions: no single stride is meant
-    k = -(m + 1)
-    if ndim is not None:
-        if ndim + k < 0:
+    if not m or sorted(dims) != list(range(-m, 0)):
+        return None
+    return -(m + 1)
+
+
+def shape_fix(arg: ArgOrigin, pointer_arg: ArgOrigin | None, expected: int | None) -> Fix | None:
+    """``heads * dim`` -> ``pool.stride(0)`` when exactly one stride of the pointer's tensor is meant.
+
+    ``expected`` is the (negative) dimension the kernel steps with this stride, as its address
+    shows (the dimension just outside what the unit-step index covers); the rewrite is offered only
+    when the product names that same dimension.
+    """
+    if expected is None or pointer_arg is None or pointer_arg.kind is not OriginKind.TENSOR:
+        return None
+    tensor = pointer_arg.tensor
+    if not tensor or pointer_arg.text != tensor or arg.kind not in (OriginKind.SHAPE, OriginKind.PRODUCT):
+        return None
+    dims = trailing_dims(arg, tensor)
+    if dims is None or outer_dim(dims) != expected:
+        return None
+    k = expected
+    ndims = {l.ndim for l in _leaves(arg) if l.ndim is not None}
+    if ndims:
+        k += ndims.pop()
+        if k < 0:
             return None
-        k += ndim
     replacement = f"{tensor}.stride({k})"
     return Fix((Edit(arg.span, replacement),), "safe", f"pass `{replacement}`")
 

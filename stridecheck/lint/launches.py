@@ -367,7 +367,12 @@ class _Collector:
     def block(self, stmts, state: _State, scan: bool) -> bool:
         """Walk statements in order, updating ``state``; True when the block always exits."""
         for stmt in stmts:
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if isinstance(stmt, cst.BaseSmallStatement):
+                # the body of `if x: raise ...` written on one line
+                self.small(stmt, state, scan)
+                if isinstance(stmt, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+                    return True
+            elif isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     self.small(small, state, scan)
                     if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):

@@ -161,11 +161,11 @@ def expected_dims(
         for term in acc.terms:
             if term.step.kind is not StepKind.STRIDE or term.step.params != (stride,):
                 continue
-            for size in _bounds_of(acc, term):
+            for size in bounds_of(acc, term):
                 o = bound.get(size)
                 if o is not None and o.kind is OriginKind.SHAPE and _fam(o) == tensor_family:
                     out.append(o)
-            if not _bounds_of(acc, term):
+            if not bounds_of(acc, term):
                 for axis in pid_axes(term.index):
                     if axis < len(grid):
                         g = grid[axis]
@@ -174,7 +174,7 @@ def expected_dims(
     return out
 
 
-def _bounds_of(acc: Access, term) -> tuple[str, ...]:
+def bounds_of(acc: Access, term) -> tuple[str, ...]:
     """Sizes bounding a term's index: its own bounds, or the access's single mask bound when the
     term is the only one whose index walks a ``tl.arange`` (the mask can bound nothing else)."""
     if term.index.bounds:

@@ -5,9 +5,9 @@ stride of the pointer's own tensor is what the product stands for (see ``fixes.s
 from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
-from stridecheck.lint.fixes import shape_fix
-from stridecheck.lint.model import OriginKind, ParamKind
-from stridecheck.lint.stride_pairs import pair_strides
+from stridecheck.lint.fixes import outer_dim, shape_fix, trailing_dims
+from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.stride_pairs import bounds_of, pair_strides
 
 _SHAPES = (OriginKind.SHAPE, OriginKind.NUMEL, OriginKind.PRODUCT)
 
@@ -22,6 +22,29 @@ def _what(o) -> str | None:
     if o.kind is OriginKind.LITERAL and o.literal not in (None, 0):
         return "the literal"
     return None
+
+
+def _expected_dim(kernel, stride, pointer, pointer_arg, bound) -> int | None:
+    """The dimension ``stride`` steps, when the kernel's address of ``pointer`` shows it exactly:
+    ``p + i * stride + offs`` with ``offs`` bounded by a size the launch builds from the trailing
+    dimensions of the tensor ``p`` receives (``n_inner = heads * dim``): the next one out."""
+    if pointer is None or pointer_arg is None or not pointer_arg.tensor:
+        return None
+    found = set()
+    for acc in kernel.accesses:
+        if acc.pointer != pointer or not any(t.step.params == (stride,) for t in acc.terms):
+            continue
+        units = [t for t in acc.terms if t.step.kind is StepKind.UNIT]
+        if len(acc.terms) != 2 or len(units) != 1:
+            return None
+        sizes = bounds_of(acc, units[0])
+        if len(sizes) != 1 or sizes[0] not in bound:
+            return None
+        dims = trailing_dims(bound[sizes[0]], pointer_arg.tensor)
+        if dims is None:
+            return None
+        found.add(outer_dim(dims))
+    return found.pop() if len(found) == 1 else None
 
 
 def check(tree, options):
@@ -43,7 +66,8 @@ def check(tree, options):
             if pairs is None:
                 pairs = pair_strides(kernel)
             pointer = pairs.get(name)
-            fix = shape_fix(o, bl.bound.get(pointer) if pointer else None)
+            pointer_arg = bl.bound.get(pointer) if pointer else None
+            fix = shape_fix(o, pointer_arg, _expected_dim(kernel, name, pointer, pointer_arg, bl.bound))
             yield make_finding(
                 "SC004", bl.module.path, o.span, fix=fix,
                 arg=o.text, what=what, param=name, kernel=kernel.name,

@@ -1,0 +1,489 @@
+"""SC003, SC004, SC005, SC007: positive and negative forms beyond the shared cases, including
+launches across modules, keyword launches, autotuned kernels and tuple-unpacked shapes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from stridecheck.lint import analysis
+from stridecheck.lint.engine import module_name
+
+OPTS = analysis.AnalysisOptions()
+LAUNCH_CODES = {"SC003", "SC004", "SC005", "SC007"}
+
+
+def lint_tree(tmp_path: Path, files: dict[str, str], preview: bool = False):
+    """Write ``files`` under ``tmp_path`` and lint them as one tree; findings of the launch rules."""
+    models = []
+    for rel, src in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = textwrap.dedent(src)
+        path.write_text(text)
+    for rel in files:
+        path = tmp_path / rel
+        models.append(
+            analysis.build_module_model(path.read_text(), path=str(path), module=module_name(str(path)), options=OPTS)
+        )
+    found = analysis.check_tree(models, OPTS)
+    return sorted(
+        (f for f in found if f.code in LAUNCH_CODES and (preview or not f.preview)),
+        key=lambda f: (f.path, f.span.line, f.code),
+    )
+
+
+def codes(findings, tmp_path=None):
+    return [(Path(f.path).name, f.span.line, f.code) for f in findings]
+
+
+# ----------------------------------------------------------------------------- SC003
+
+ROWS_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rows_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+'''
+
+
+def _rows_launcher(prelude: str) -> str:
+    return ROWS_KERNEL + textwrap.dedent(
+        f'''
+
+        def row_sums(x):
+            {prelude}
+            n_rows, n_cols = x.shape
+            out = torch.empty(n_rows)
+            _rows_kernel[(n_rows,)](out, x, n_cols, BLOCK=triton.next_power_of_2(n_cols))
+            return out
+        '''
+    )
+
+
+@pytest.mark.parametrize(
+    "prelude",
+    ["pass", "x = x[:, :10]", "x = torch.empty_like(x)", "x = x.t()", "y = x.contiguous()"],
+)
+def test_sc003_fires_when_a_launch_passes_a_tensor_of_unknown_layout(tmp_path, prelude):
+    found = lint_tree(tmp_path, {"m.py": _rows_launcher(prelude)})
+    assert [(f.code, f.severity, f.preview) for f in found] == [("SC003", "warning", False)]
+    assert found[0].span.line == 12  # the product `row * n_cols`
+    assert "row * n_cols" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "prelude",
+    [
+        "x = x.contiguous()",
+        "x = torch.randn(4, 8)",
+        "assert x.is_contiguous()",
+        "if not x.is_contiguous():\n                raise ValueError('x must be contiguous')",
+        "if not x.is_contiguous():\n                x = x.contiguous()",
+        "x = torch.empty_like(x.contiguous())",
+        "x = torch.empty_like(x, memory_format=torch.contiguous_format)",
+    ],
+)
+def test_sc003_silent_when_every_launch_passes_a_contiguous_tensor(tmp_path, prelude):
+    assert lint_tree(tmp_path, {"m.py": _rows_launcher(prelude)}) == []
+
+
+def test_sc003_one_loose_launch_among_contiguous_ones_fires(tmp_path):
+    src = _rows_launcher("x = x.contiguous()") + textwrap.dedent(
+        '''
+
+        def row_sums_view(x):
+            out = torch.empty(x.shape[0])
+            _rows_kernel[(x.shape[0],)](out, x[:, 1:], x.shape[1] - 1, BLOCK=16)
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [f.code for f in found] == ["SC003"] and "x[:, 1:]" in found[0].message
+
+
+def test_sc003_without_a_launch_is_preview_info_only(tmp_path):
+    assert lint_tree(tmp_path, {"m.py": ROWS_KERNEL}) == []
+    found = lint_tree(tmp_path, {"m.py": ROWS_KERNEL}, preview=True)
+    assert [(f.code, f.severity, f.preview) for f in found] == [("SC003", "info", True)]
+    assert "assumes packed inner dimensions" in found[0].message
+
+
+def test_sc003_across_modules(tmp_path):
+    launcher_bad = '''
+    from .kernels import _rows_kernel
+    import torch
+
+
+    def row_sums(x):
+        out = torch.empty(x.shape[0])
+        _rows_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=64)
+    '''
+    files = {"pkg/__init__.py": "", "pkg/kernels.py": ROWS_KERNEL, "pkg/ops.py": launcher_bad}
+    found = lint_tree(tmp_path, files)
+    assert codes(found) == [("kernels.py", 12, "SC003")]
+    files["pkg/ops.py"] = launcher_bad.replace("out, x, x.shape[1]", "out, x.contiguous(), x.shape[1]")
+    assert lint_tree(tmp_path, files, preview=True) == []
+
+
+def test_sc003_never_for_unit_steps_or_stride_stepped_pointers(tmp_path):
+    src = '''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _k(out_ptr, x_ptr, x_stride, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * x_stride + cols, mask=mask)
+        first = tl.load(x_ptr + row * x_stride)
+        tl.store(out_ptr + row, tl.sum(x, axis=0) + first)
+        tl.store(out_ptr + cols, x, mask=mask)
+
+
+    def f(x):
+        out = torch.empty(x.shape[1])
+        _k[(x.shape[0],)](out, x, x.stride(0), x.shape[1], BLOCK=64)
+    '''
+    assert lint_tree(tmp_path, {"m.py": src}, preview=True) == []
+
+
+# ----------------------------------------------------------------------------- SC004
+
+GATHER_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _gather_kernel(out_ptr, pool_ptr, stride_pool_slot, slot_ptr, n_inner, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64)
+    slot = tl.load(slot_ptr + i).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_inner
+    x = tl.load(pool_ptr + slot * stride_pool_slot + offs, mask=mask)
+    tl.store(out_ptr + i * n_inner + offs, x, mask=mask)
+'''
+
+
+@pytest.mark.parametrize(
+    "arg, fixed",
+    [
+        ("heads * dim", "pool.stride(0)"),
+        ("dim", None),  # would be the stride of dimension 1, but the kernel steps the slot (dimension 0)
+        ("pool.shape[1] * pool.shape[2]", None),  # dims 1 and 2 are trailing only if ndim == 3: unknown
+        ("pool.size(-1) * pool.size(-2)", "pool.stride(-3)"),
+        ("pool[0].numel()", None),
+        ("1", None),
+        ("4096", None),
+    ],
+)
+def test_sc004_shapes_and_literals_into_a_stride(tmp_path, arg, fixed):
+    src = GATHER_KERNEL + textwrap.dedent(
+        f'''
+
+        def gather(pool, slots):
+            n_slots, heads, dim = pool.shape
+            out = torch.empty(slots.numel(), heads, dim)
+            _gather_kernel[(slots.numel(),)](out, pool, {arg}, slots, heads * dim, BLOCK=64)
+            return out
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    if arg == "pool[0].numel()":
+        assert found == []  # `pool[0]` is a view, not a named tensor: numel of an expression is still a count
+        return
+    assert [f.code for f in found] == ["SC004"]
+    f = found[0]
+    assert f.span.line == 20 and f.severity == "error"
+    line = src.splitlines()[f.span.line - 1]
+    assert line[f.span.column - 1 : f.span.end_column - 1] == arg
+    if fixed is None:
+        assert f.fix is None
+    else:
+        assert f.fix is not None and f.fix.safety == "safe"
+        assert [e.replacement for e in f.fix.edits] == [fixed]
+
+
+def test_sc004_silent_for_strides_zero_and_unknown_names(tmp_path):
+    for arg in ("pool.stride(0)", "0", "slot_stride", "pool.stride(1) * heads"):
+        src = GATHER_KERNEL + textwrap.dedent(
+            f'''
+
+            def gather(pool, slots, slot_stride):
+                n_slots, heads, dim = pool.shape
+                out = torch.empty(slots.numel(), heads, dim)
+                _gather_kernel[(slots.numel(),)](out, pool, {arg}, slots, heads * dim, BLOCK=64)
+            '''
+        )
+        assert lint_tree(tmp_path, {"m.py": src}) == [], arg
+
+
+def test_sc004_keyword_launch_across_modules_with_module_alias(tmp_path):
+    ops = '''
+    import torch
+    import pkg.kernels as K
+
+
+    def gather(pool, slots):
+        n_slots, heads, dim = pool.shape
+        out = torch.empty(slots.numel(), heads, dim)
+        K._gather_kernel[(slots.numel(),)](
+            out_ptr=out,
+            pool_ptr=pool,
+            stride_pool_slot=heads * dim,
+            slot_ptr=slots,
+            n_inner=heads * dim,
+            BLOCK=64,
+        )
+    '''
+    found = lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/kernels.py": GATHER_KERNEL, "pkg/ops.py": ops})
+    assert codes(found) == [("ops.py", 12, "SC004")]
+    assert found[0].fix is not None and found[0].fix.edits[0].replacement == "pool.stride(0)"
+
+
+def test_sc004_autotuned_kernel(tmp_path):
+    src = GATHER_KERNEL.replace(
+        "@triton.jit", '@triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n_inner"])\n@triton.jit'
+    ) + textwrap.dedent(
+        '''
+
+        def gather(pool, slots):
+            n, h, d = pool.shape
+            out = torch.empty(slots.numel(), h, d)
+            _gather_kernel[(slots.numel(),)](out, pool, h * d, slots, h * d)
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [f.code for f in found] == ["SC004"]
+
+
+# ----------------------------------------------------------------------------- SC005
+
+TWO_TENSOR_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mul_kernel(out_ptr, stride_out, x_ptr, stride_x, y_ptr, stride_y, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask)
+    y = tl.load(y_ptr + row * {y_stride} + cols, mask=mask)
+    tl.store(out_ptr + row * stride_out + cols, x * y, mask=mask)
+'''
+
+
+def test_sc005_in_kernel_other_pointers_stride(tmp_path):
+    src = TWO_TENSOR_KERNEL.replace("{y_stride}", "stride_x") + textwrap.dedent(
+        '''
+
+        def mul(x, y):
+            out = torch.empty_like(x)
+            _mul_kernel[(x.shape[0],)](out, out.stride(0), x, x.stride(0), y, y.stride(0), x.shape[1], BLOCK=64)
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [(f.span.line, f.code) for f in found] == [(13, "SC005")]
+    assert "stride_x" in found[0].message and "y_ptr" in found[0].message
+
+
+def test_sc005_in_kernel_silent_when_the_launch_feeds_the_right_tensor(tmp_path):
+    # The parameter's name lies: every launch hands it y's stride.
+    src = TWO_TENSOR_KERNEL.replace("{y_stride}", "stride_x").replace("y_ptr + row", "y_ptr + row") + textwrap.dedent(
+        '''
+
+        def mul(x, y):
+            out = torch.empty_like(x)
+            _mul_kernel[(x.shape[0],)](out, out.stride(0), y, y.stride(0), y, y.stride(0), x.shape[1], BLOCK=64)
+        '''
+    )
+    found = [f for f in lint_tree(tmp_path, {"m.py": src}) if f.span.line == 13]
+    assert found == []
+
+
+def test_sc005_launch_passes_another_tensors_stride(tmp_path):
+    src = TWO_TENSOR_KERNEL.replace("{y_stride}", "stride_y") + textwrap.dedent(
+        '''
+
+        def mul(x, y):
+            out = torch.empty_like(x)
+            _mul_kernel[(x.shape[0],)](out, out.stride(0), x, x.stride(0), y, x.stride(0), x.shape[1], BLOCK=64)
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [(f.span.line, f.code) for f in found] == [(19, "SC005")]
+    line = src.splitlines()[18]
+    f = found[0]
+    assert line[f.span.column - 1 : f.span.end_column - 1] == "x.stride(0)"
+    assert f.span.column > line.index("y, ")  # the second x.stride(0), the one for y
+
+
+@pytest.mark.parametrize(
+    "prelude, args",
+    [
+        ("x2 = x.view(-1, x.shape[-1])", "x2, x.stride(0)"),  # a view of the same storage
+        ("x = x.contiguous(); y = y.contiguous()", "y, x.stride(0)"),  # both packed, same shape
+        ("pass", "y, y.stride(0)"),
+    ],
+)
+def test_sc005_launch_silent_forms(tmp_path, prelude, args):
+    src = TWO_TENSOR_KERNEL.replace("{y_stride}", "stride_y") + textwrap.dedent(
+        f'''
+
+        def mul(x, y):
+            {prelude}
+            out = torch.empty_like(x)
+            _mul_kernel[(x.shape[0],)](out, out.stride(0), x, x.stride(0), {args}, x.shape[1], BLOCK=64)
+        '''
+    )
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+
+
+MATVEC = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _matvec_kernel(y_ptr, a_ptr, x_ptr, n_rows, n_cols, stride_am, stride_ak, BLOCK: tl.constexpr):
+    m = tl.program_id(0).to(tl.int64)
+    k = tl.arange(0, BLOCK)
+    mask = k < n_cols
+    a = tl.load(a_ptr + m * stride_am + k * stride_ak, mask=mask, other=0.0)
+    x = tl.load(x_ptr + k, mask=mask, other=0.0)
+    tl.store(y_ptr + m, tl.sum(a * x, axis=0))
+'''
+
+
+def test_sc005_swapped_strides_with_tuple_unpacked_shapes_and_keywords(tmp_path):
+    src = MATVEC + textwrap.dedent(
+        '''
+
+        def matvec(a, x):
+            rows, cols = a.shape
+            y = torch.empty(rows)
+            x = x.contiguous()
+            _matvec_kernel[(rows,)](y, a, x, rows, cols, stride_ak=a.stride(0), stride_am=a.stride(1), BLOCK=64)
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [f.code for f in found] == ["SC005", "SC005"]
+    fix = found[0].fix
+    assert fix is not None and fix.safety == "unsafe" and found[1].fix == fix
+    assert sorted(e.replacement for e in fix.edits) == ["a.stride(0)", "a.stride(1)"]
+
+
+def test_sc005_transposed_on_purpose_is_silent(tmp_path):
+    # The launcher reads `a` transposed: the shapes it shows are of a.T, so nothing contradicts it.
+    src = MATVEC + textwrap.dedent(
+        '''
+
+        def matvec_t(a, x):
+            cols, rows = a.shape
+            y = torch.empty(rows)
+            x = x.contiguous()
+            _matvec_kernel[(rows,)](y, a, x, rows, cols, a.stride(1), a.stride(0), BLOCK=64)
+        '''
+    )
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+
+
+def test_sc005_dimension_unknown_without_shapes_is_silent(tmp_path):
+    src = MATVEC + textwrap.dedent(
+        '''
+
+        def matvec(a, x, rows, cols):
+            y = torch.empty(rows)
+            _matvec_kernel[(rows,)](y, a, x.contiguous(), rows, cols, a.stride(1), a.stride(0), BLOCK=64)
+        '''
+    )
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+
+
+# ----------------------------------------------------------------------------- SC007
+
+COPY_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(cache_ptr, cache_stride, logits_ptr, logits_stride, n_vocab, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    valid = offs < n_vocab
+    vals = tl.load(logits_ptr + row * logits_stride + offs, mask=valid)
+    tl.store(cache_ptr + row * cache_stride + offs, vals, mask=valid)
+'''
+
+
+def _copy_launcher(prelude: str, decorator: str = "", size: str = "n_vocab") -> str:
+    return COPY_KERNEL + textwrap.dedent(
+        f'''
+
+        {decorator}
+        def copy_into(cache, logits):
+            n_rows, n_vocab = logits.shape
+            {prelude}
+            _copy_kernel[(n_rows,)](
+                cache, cache.stride(0), logits, logits.stride(0), {size}, BLOCK=triton.next_power_of_2(n_vocab)
+            )
+        '''
+    )
+
+
+def test_sc007_fires_at_the_launch_line(tmp_path):
+    src = _copy_launcher("pass")
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [f.code for f in found] == ["SC007"]
+    assert src.splitlines()[found[0].span.line - 1].strip().startswith("_copy_kernel[(n_rows,)](")
+    assert "cache" in found[0].message and "n_vocab" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "prelude, decorator, size",
+    [
+        ("assert cache.shape[-1] >= n_vocab", "", "n_vocab"),
+        ("assert cache.size(1) == logits.size(1), 'widths differ'", "", "n_vocab"),
+        ("if cache.shape[1] < n_vocab: raise ValueError('narrow')", "", "n_vocab"),
+        ("cache = torch.empty(n_rows, n_vocab)", "", "n_vocab"),
+        ("cache = logits.new_zeros(n_rows, n_vocab)", "", "n_vocab"),
+        ("pass", '@stride_guard(cache="R >=V", logits="R V")', "n_vocab"),
+        ("pass", "", "cache.shape[1]"),  # bounded by the written tensor's own width
+    ],
+)
+def test_sc007_silent_forms(tmp_path, prelude, decorator, size):
+    src = _copy_launcher(prelude, decorator, size)
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+
+
+def test_sc007_across_modules(tmp_path):
+    ops = '''
+    from pkg.kernels import _copy_kernel
+
+
+    def copy_into(cache, logits):
+        n, v = logits.shape
+        _copy_kernel[(n,)](cache, cache.stride(0), logits, logits.stride(0), v, BLOCK=1024)
+    '''
+    found = lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/kernels.py": COPY_KERNEL, "pkg/ops.py": ops})
+    assert codes(found) == [("ops.py", 7, "SC007")]
