@@ -51,9 +51,15 @@ def overlaps(shape, strides) -> bool:
             return False
         if sz > 1:
             dims.append((st, sz))
-    dims.sort()
+    # Selection order instead of sorted(): torch.compile cannot sort symbolic sizes, and there
+    # are only a handful of dims.
     extent = 1
-    for st, sz in dims:
+    while dims:
+        k = 0
+        for j in range(1, len(dims)):
+            if dims[j][0] < dims[k][0]:
+                k = j
+        st, sz = dims.pop(k)
         if st < extent:
             return True
         extent += st * (sz - 1)
@@ -384,7 +390,10 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
         if rule.kind == "auto":
             w(f"if isinstance({a}, int):")
             w.depth += 1
+            mark = len(w.lines)
             size_check(rule.dims[0], a, f"{a} is not None and isinstance({a}, int)")
+            if len(w.lines) == mark:
+                w("pass")
             int_state = state
             state = dict(before)
             w.depth -= 1
