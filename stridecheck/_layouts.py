@@ -181,14 +181,20 @@ class Materialised:
     gap: torch.Tensor
     snapshot: torch.Tensor
 
-    def gap_writes(self) -> list[tuple[int, object, object]]:
-        """Every gap element whose bytes changed: ``(buffer index, before, after)``."""
+    def gap_writes(self, limit: int = 16) -> tuple[int, list[tuple[int, object, object]]]:
+        """Gap elements whose bytes changed since the snapshot.
+
+        Returns ``(how many, the first `limit` of them as (buffer index, before, after))``.
+        """
         item = self.buffer.element_size()
         now = self.buffer.view(torch.uint8).reshape(-1, item)
         was = self.snapshot.view(torch.uint8).reshape(-1, item)
         changed = (now != was).any(dim=1) & self.gap
-        idx = torch.nonzero(changed).flatten().tolist()
-        return [(i, _scalar(self.snapshot[i]), _scalar(self.buffer[i])) for i in idx]
+        count = int(changed.sum())
+        if not count:
+            return 0, []
+        idx = torch.nonzero(changed).flatten()[:limit].tolist()
+        return count, [(i, _scalar(self.snapshot[i]), _scalar(self.buffer[i])) for i in idx]
 
     def describe_position(self, index: int) -> str:
         """Where buffer element ``index`` lies relative to the view, in words."""
@@ -245,9 +251,9 @@ def materialise(t: torch.Tensor, layout: str, stride0_dims: tuple[int, ...] = ()
         torch.as_strided(buffer, shape, place.strides, start).copy_(src)
     view = torch.as_strided(buffer, shape, place.strides, start)
     gap = torch.ones(total, dtype=torch.bool, device=t.device)
-    if t.numel():
-        covered = torch.as_strided(torch.arange(total, device=t.device), shape, place.strides, start)
-        gap[covered.reshape(-1)] = False
+    # One byte per element: mark the view's elements (one slice along stride-0 dimensions, so
+    # that no two written elements share an address).
+    torch.as_strided(gap, src.shape, place.strides, start).fill_(False)
     return Materialised(layout=layout, buffer=buffer, view=view, start=start, gap=gap, snapshot=buffer.clone())
 
 

@@ -11,6 +11,10 @@ import triton.language as tl
 from stridecheck.guard import StrideGuardError, Tensor, stride_guard
 from stridecheck.testing import DEFAULT_LAYOUTS, LayoutError, assert_layout_invariant
 
+# Kernels run compiled on a GPU where there is one, else on the CPU through the interpreter
+# (tests/conftest.py sets TRITON_INTERPRET=1 when there is no CUDA driver).
+DEVICE = "cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+
 # --- kernels -------------------------------------------------------------------------------
 
 
@@ -34,7 +38,7 @@ def scale_rows(x):
 
 def scale_rows_by_width(x):
     """Rows stepped by the width: right only for contiguous x (the founding bug's shape)."""
-    out = torch.empty(x.shape, dtype=x.dtype)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = x.shape
     _scale_rows_kernel[(n_rows,)](out, out.stride(0), x, n_cols, n_cols, BLOCK=triton.next_power_of_2(n_cols))
     return out
@@ -76,14 +80,14 @@ def fill_rows_off_by_one(out, value):
 
 
 def test_a_correct_kernel_passes_every_default_layout_of_every_argument():
-    x = torch.randn(5, 7)
+    x = torch.randn(5, 7, device=DEVICE)
     report = assert_layout_invariant(scale_rows, x)
     assert [(v.argument, v.layout) for v in report.passed] == [("x", name) for name in DEFAULT_LAYOUTS]
     assert report.failures == []
 
 
 def test_a_kernel_stepping_rows_by_the_width_fails_on_padded_rows_with_the_first_differing_index():
-    x = torch.randn(5, 7)
+    x = torch.randn(5, 7, device=DEVICE)
     with pytest.raises(LayoutError) as info:
         assert_layout_invariant(scale_rows_by_width, x)
     report = info.value.report
@@ -98,14 +102,14 @@ def test_a_kernel_stepping_rows_by_the_width_fails_on_padded_rows_with_the_first
 
 
 def test_the_callers_tensors_are_never_modified():
-    y, x = torch.randn(4, 6), torch.randn(4, 6)
+    y, x = torch.randn(4, 6, device=DEVICE), torch.randn(4, 6, device=DEVICE)
     y0, x0 = y.clone(), x.clone()
     assert_layout_invariant(add_into, y, x)
     assert torch.equal(y, y0) and torch.equal(x, x0)
 
 
 def test_a_mutated_argument_is_compared_with_the_baselines_after_state():
-    y, x = torch.randn(4, 6), torch.randn(4, 6)
+    y, x = torch.randn(4, 6, device=DEVICE), torch.randn(4, 6, device=DEVICE)
     assert_layout_invariant(add_into, y, x)  # correct in-place kernel: y compared, equal
     with pytest.raises(LayoutError) as info:
         assert_layout_invariant(add_into_with_x_stride, y, x)
@@ -117,7 +121,7 @@ def test_a_mutated_argument_is_compared_with_the_baselines_after_state():
 
 
 def test_a_write_past_the_row_is_a_gap_write_even_in_the_contiguous_baseline():
-    out = torch.zeros(3, 8)
+    out = torch.zeros(3, 8, device=DEVICE)
     with pytest.raises(LayoutError) as info:
         assert_layout_invariant(fill_rows_off_by_one, out, 1.0)
     report = info.value.report
@@ -130,7 +134,7 @@ def test_a_write_past_the_row_is_a_gap_write_even_in_the_contiguous_baseline():
 
 
 def test_transposed_on_request_fails_a_kernel_that_assumes_unit_inner_stride():
-    x = torch.randn(4, 6)
+    x = torch.randn(4, 6, device=DEVICE)
     with pytest.raises(LayoutError) as info:
         assert_layout_invariant(scale_rows, x, layouts="transposed")
     assert info.value.report.failing_pairs == [("x", "transposed")]
@@ -145,7 +149,7 @@ def guarded_scale_rows(x):
 
 
 def test_a_layout_the_guard_refuses_is_listed_as_unsupported_not_failed():
-    x = torch.randn(4, 6)
+    x = torch.randn(4, 6, device=DEVICE)
     report = assert_layout_invariant(guarded_scale_rows, x, layouts=("padded_last", "transposed"))
     assert [(v.argument, v.layout) for v in report.unsupported] == [("x", "transposed")]
     assert "guarded_scale_rows" in report.unsupported[0].detail
@@ -158,7 +162,7 @@ def guarded_width_bug(x):
 
 
 def test_the_error_lists_failures_and_the_declared_unsupported_layouts():
-    x = torch.randn(4, 6)
+    x = torch.randn(4, 6, device=DEVICE)
     with pytest.raises(LayoutError) as info:
         assert_layout_invariant(guarded_width_bug, x, layouts=("padded_last", "transposed"))
     message = str(info.value)
@@ -201,7 +205,7 @@ def _write_past_the_end(x):
 
 def test_a_stray_write_outside_the_view_is_reported_for_every_layout():
     with pytest.raises(LayoutError) as info:
-        assert_layout_invariant(_write_past_the_end, torch.randn(3, 4))
+        assert_layout_invariant(_write_past_the_end, torch.randn(3, 4, device=DEVICE))
     report = info.value.report
     assert {layout for _, layout in report.failing_pairs} == {"contiguous"} | set(DEFAULT_LAYOUTS)
     for v in report.failures:
@@ -215,7 +219,7 @@ def _read_rows_by_width(x):
 
 @pytest.mark.parametrize("dtype,poison", [(torch.int32, -(2**31)), (torch.uint8, 255), (torch.bool, True)])
 def test_stray_reads_of_integer_and_bool_gaps_show_the_sentinel(dtype, poison):
-    x = torch.zeros(3, 4, dtype=dtype)
+    x = torch.zeros(3, 4, dtype=dtype, device=DEVICE)
     with pytest.raises(LayoutError) as info:
         assert_layout_invariant(_read_rows_by_width, x, layouts="padded_last")
     assert f"got {poison!r}" in info.value.report.failures[0].detail
@@ -259,9 +263,9 @@ def test_an_exception_on_a_layout_is_a_failure_and_on_the_baseline_is_raised():
 
 def test_the_random_number_generator_is_restored_before_every_run():
     def noisy(x):
-        return x + torch.randn(x.shape)
+        return x + torch.randn(x.shape, device=x.device)
 
-    report = assert_layout_invariant(noisy, torch.zeros(3, 4))
+    report = assert_layout_invariant(noisy, torch.zeros(3, 4, device=DEVICE))
     assert len(report.passed) == 3
 
 
@@ -316,7 +320,9 @@ def test_isolate_reports_a_variant_that_kills_its_process():
 
 
 def test_isolated_runs_report_the_same_findings_as_in_process_runs():
-    x = torch.randn(5, 7)
+    # On CUDA tensors isolate=True spawns (a forked child cannot use CUDA): the function is
+    # pickled by reference and its kernel compiled afresh in the child.
+    x = torch.randn(5, 7, device=DEVICE)
     with pytest.raises(LayoutError) as here:
         assert_layout_invariant(scale_rows_by_width, x)
     with pytest.raises(LayoutError) as there:

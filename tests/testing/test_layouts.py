@@ -65,7 +65,7 @@ def test_materialised_view_holds_the_same_values_and_every_gap_is_poison(dtype, 
         assert bool(torch.isnan(gap).all())
     else:
         assert bool((gap == poison_value(dtype)).all())
-    assert m.gap_writes() == []
+    assert m.gap_writes() == (0, [])
 
 
 def _assert_not_applicable_only_where_documented(layout, shape):
@@ -122,8 +122,8 @@ def test_a_write_into_any_gap_element_is_reported_with_its_position(layout):
     targets = [first, last] + inner[:1]
     for i in targets:
         m.buffer[i] = 1.5
-    writes = m.gap_writes()
-    assert [w[0] for w in writes] == sorted(targets)
+    count, writes = m.gap_writes()
+    assert count == len(targets) and [w[0] for w in writes] == sorted(targets)
     assert all(math.isnan(before) and after == 1.5 for _, before, after in writes)
     assert "before the view's first element" in m.describe_position(first)
     assert "after the view's last element" in m.describe_position(last)
@@ -137,15 +137,15 @@ def test_a_write_of_the_same_bits_is_no_change_but_another_nan_payload_is():
     m = materialise(torch.randn(2, 3), "padded_last")
     i = int(torch.nonzero(m.gap)[0])
     m.buffer[i] = math.nan
-    assert m.gap_writes() == []
+    assert m.gap_writes() == (0, [])
     m.buffer.view(torch.int32)[i] = 0x7FC00001  # a NaN with another payload: a real write
-    assert [w[0] for w in m.gap_writes()] == [i]
+    assert m.gap_writes()[0] == 1 and m.gap_writes()[1][0][0] == i
 
 
 def test_writes_inside_the_view_are_not_gap_writes():
     m = materialise(torch.randn(3, 4), "padded_outer")
     m.view.fill_(7.0)
-    assert m.gap_writes() == []
+    assert m.gap_writes() == (0, [])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool, torch.float16])
@@ -178,3 +178,10 @@ def test_first_difference_reports_shape_and_dtype_mismatch():
 def test_unknown_layout_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown layout 'diagonal'.*padded_last"):
         materialise(torch.zeros(2, 2), "diagonal")
+
+
+def test_gap_writes_counts_all_and_lists_the_first_ones():
+    m = materialise(torch.randn(4, 5), "padded_last")
+    m.buffer.fill_(0.0)  # every gap element written, the view's elements too
+    count, first = m.gap_writes(limit=2)
+    assert count == int(m.gap.sum()) and len(first) == 2 and first[0][0] == 0
