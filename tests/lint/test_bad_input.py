@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from lint_support import KERNEL_OK, write
+from tests.lint.lint_support import KERNEL_OK, write
 
 
 def _lint_json(cli, tmp_path, *args):

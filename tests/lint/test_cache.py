@@ -12,7 +12,7 @@ from stridecheck.lint.analysis import AnalysisOptions
 from stridecheck.lint.discovery import Discovery
 from stridecheck.lint.engine import FileInput, RunOptions, lint
 
-from lint_support import write
+from tests.lint.lint_support import write
 
 KERNEL = '''\
 import triton

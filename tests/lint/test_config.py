@@ -8,7 +8,7 @@ import pytest
 
 from stridecheck.lint.config import ConfigError, find_pyproject, load_config
 
-from lint_support import KERNEL_OK, write
+from tests.lint.lint_support import KERNEL_OK, write
 
 
 def _cfg(tmp_path: Path, body: str):

@@ -8,7 +8,7 @@ import pytest
 
 from stridecheck.lint.discovery import Discovery
 
-from lint_support import KERNEL_OK, write
+from tests.lint.lint_support import KERNEL_OK, write
 
 
 def _paths(tmp_path, paths=(".",), exclude=(), force=False):

@@ -284,3 +284,8 @@ def test_lookup_by_string_key_is_not_a_launch():
 def test_positional_after_unresolved_star_is_not_placed():
     launch = _one("def f(x, rest):\n    _k[(1,)](x, *rest, x.stride(0), BLOCK=4)\n")
     assert [a.text for a in launch.args] == ["x"] and launch.star_args and "BLOCK" in launch.kwargs
+
+
+def test_conditional_allocation_or_none_is_fresh():
+    launch = _one("def f(x, flag):\n    db = torch.empty(3) if flag else None\n    _k[(1,)](db)\n")
+    assert launch.args[0].fresh and launch.args[0].contiguous

@@ -8,7 +8,7 @@ import json
 from stridecheck.lint import report_github, report_json, report_text
 from stridecheck.lint.model import Edit, Finding, Fix, Span
 
-from lint_support import write
+from tests.lint.lint_support import write
 
 SOURCE = ["import triton\n", "def f(cache_ptr, col, vocab_size):\n", "    p = cache_ptr + col * vocab_size\n"]
 

@@ -12,7 +12,7 @@ from stridecheck import __version__
 from stridecheck.lint import catalogue, report_sarif
 from stridecheck.lint.model import Edit, Finding, Fix, Span
 
-from lint_support import write
+from tests.lint.lint_support import write
 
 
 @pytest.fixture(scope="module")

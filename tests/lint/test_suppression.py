@@ -11,7 +11,7 @@ import json
 from stridecheck.lint.engine import FileInput, RunOptions, lint
 from stridecheck.lint.suppression import parse_suppressions
 
-from lint_support import KERNEL_OK, write
+from tests.lint.lint_support import KERNEL_OK, write
 
 BIG = "x = 1\n" * 20
 

@@ -26,7 +26,7 @@ import inspect
 import pytest
 import torch
 
-from conftest import CASES
+from tests.conftest import CASES
 from stridecheck.testing import LayoutError, assert_layout_invariant
 
 CASE_FILES = sorted(p for p in CASES.glob("*.py"))
