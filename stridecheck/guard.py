@@ -194,12 +194,14 @@ def _wrap(obj, specs: dict, writes, mode: str):
         pyfn = _python_function(obj)
         if specs:
             contract = build_contract(pyfn, specs, writes)
+            check, src = generate_kernel_check(pyfn, contract, Reporter(contract, mode))
         else:
-            from stridecheck._guard_kernel import derive_contract
+            from stridecheck._guard_kernel import DerivedReporter, derive_contract, generate_derived_check
 
+            if writes:
+                raise StrideGuardError("stride_guard: writes= needs specs; a derived contract finds the stores itself")
             contract = derive_contract(obj, pyfn)
-        reporter = Reporter(contract, mode)
-        check, src = generate_kernel_check(pyfn, contract, reporter)
+            check, src = generate_derived_check(pyfn, contract, DerivedReporter(contract, mode))
         return GuardedKernel(obj, contract, check, src)
     if not callable(obj):
         raise StrideGuardError(f"stride_guard: can only wrap a function or a Triton kernel, got {obj!r}")

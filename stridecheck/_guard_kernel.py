@@ -1,0 +1,373 @@
+"""Contracts derived from a Triton kernel's own source (bare ``@stride_guard`` on a kernel).
+
+The kernel's module is read once through the linter's access model (the kernel side,
+:func:`stridecheck.lint.kernels.build_kernels`: every address split into ``index * step``
+terms), and each pointer parameter gets a small plan. At each launch the plan is matched against
+the tensor the launch passes, from metadata only.
+
+Assigning an address's terms to the tensor's dimensions (per access, per launch):
+
+1. **The unit term** (``+ offs``, no multiplier) steps the last dimension: that dimension must
+   have stride 1 (unless its size is 0 or 1). A masked store (``mask = offs < n``, one bound)
+   through an address that also has outer terms must not run past that dimension:
+   ``n <= shape[-1]``.
+2. **Stride-parameter terms** (``row * x_stride``) are matched by value: the argument must equal
+   the stride of a dimension not yet taken; ties go to the outermost such dimension, terms are
+   taken in the order written. A value that equals no free dimension's stride is a violation —
+   unless a free dimension of size <= 1 is left for it (its index can only be 0, so the step
+   never matters).
+3. **Size terms** (``col * vocab_size``, ``i * heads * dim``: a product of integer arguments)
+   take the leftover dimensions: first any whose stride equals the product, then the innermost
+   leftover one, whose stride the product must equal. This is the founding bug's check: a cache
+   row 301 wide stepped by a vocabulary of 300. A size term with no leftover dimension steps
+   inside a flattened dimension (the tensor is addressed as 1-d) and is not judged.
+4. A pointer that is stored through may not have overlapping elements (stride 0 or interleaved
+   dimensions: programs would race); all tensors share one device.
+
+Terms with literal, constexpr or otherwise unreadable steps are not judged (they cannot be
+compared with a stride without the launch's constexprs, and a constexpr record size is
+deliberate in packed byte records). A tensor with no elements is not judged.
+
+What this cannot see: a swap of two stride arguments that are both strides of the tensor
+(``positional_stride_swap.py`` on a square matrix: the values are A's strides, in the other
+order), and faults that depend on values, not layouts (32-bit offset overflow).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import re
+from dataclasses import dataclass, field
+
+from stridecheck._guard_plan import Violation, overlaps
+from stridecheck._guard_spec import StrideGuardError
+
+_PRODUCT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\s*\*\s*[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPlan:
+    """The terms of one address through one pointer, as the guard uses them."""
+
+    text: str  # e.g. "tl.store(cache_ptr + ...)" for messages: the terms joined
+    unit: str | None  # source of the unit term, if any
+    stride_terms: tuple[tuple[str, str], ...]  # (stride parameter, term text)
+    size_terms: tuple[tuple[tuple[str, ...], str], ...]  # (size parameters multiplied, term text)
+    store_bound: str | None  # the one parameter bounding a store's mask
+    line: int = 0
+
+
+@dataclass(slots=True)
+class PointerPlan:
+    name: str
+    written: bool = False
+    accesses: list[AccessPlan] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DerivedContract:
+    """The contract of a kernel, derived from its source (see the module docstring)."""
+
+    func_name: str
+    params: list[str]
+    pointers: list[PointerPlan]
+    source_path: str = ""
+
+    def describe(self) -> str:
+        lines = [f"{self.func_name} (derived from {self.source_path}):"]
+        for p in self.pointers:
+            for a in p.accesses:
+                parts = []
+                if a.unit:
+                    parts.append(f"unit `{a.unit}` -> last dim, stride 1")
+                parts += [f"`{t}` -> the dim whose stride is {s}" for s, t in a.stride_terms]
+                parts += [f"`{t}` -> a leftover dim of stride {'*'.join(ps)}" for ps, t in a.size_terms]
+                if a.store_bound:
+                    parts.append(f"store mask < {a.store_bound} <= shape[-1]")
+                lines.append(f"  {p.name}{' (written)' if p.written else ''}: " + "; ".join(parts))
+        return "\n".join(lines)
+
+
+_CACHE: dict[tuple, DerivedContract] = {}
+
+
+def _module_source(pyfn) -> tuple[str, str]:
+    path = pyfn.__code__.co_filename
+    lines = linecache.getlines(path, pyfn.__globals__)
+    if not lines:
+        try:
+            return inspect.getsource(inspect.getmodule(pyfn)), path
+        except (OSError, TypeError):
+            raise StrideGuardError(
+                f"stride_guard on {pyfn.__name__}: cannot read the kernel's source ({path}) to derive its "
+                "contract; give specs instead, e.g. @stride_guard(x='M N', ...)"
+            ) from None
+    return "".join(lines), path
+
+
+def _find_kernel(kernels, pyfn):
+    named = [k for k in kernels if k.name == pyfn.__name__]
+    if not named:
+        return None
+    first = pyfn.__code__.co_firstlineno
+    # co_firstlineno is the first decorator's line; the def follows it.
+    return min(named, key=lambda k: (k.span.line < first, abs(k.span.line - first)))
+
+
+def derive_contract(kernel, pyfn) -> DerivedContract:
+    """The derived contract of ``kernel`` (cached per kernel function).
+
+    Raises:
+        StrideGuardError: the source cannot be read or parsed, or holds no such kernel.
+    """
+    key = (pyfn.__code__.co_filename, pyfn.__name__, pyfn.__code__.co_firstlineno)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    source, path = _module_source(pyfn)
+    from stridecheck.lint.analysis import AnalysisOptions
+    from stridecheck.lint.kernels import build_kernels
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: cannot parse {path}: {exc.msg}") from None
+    model = _find_kernel(build_kernels(tree, source, AnalysisOptions()), pyfn)
+    if model is None:
+        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: no @triton.jit function of that name in {path}")
+    params = list(inspect.signature(pyfn).parameters)
+    pointers: dict[str, PointerPlan] = {}
+    for acc in model.accesses:
+        if acc.pointer is None or acc.pointer not in params or acc.op not in ("load", "store", "atomic"):
+            continue
+        if acc.byte_record:
+            continue  # a constexpr record size is the step by design
+        plan = pointers.setdefault(acc.pointer, PointerPlan(acc.pointer))
+        if acc.writes and acc.op == "store":
+            plan.written = True
+        unit = None
+        strides, sizes = [], []
+        for term in acc.terms:
+            kind = term.step.kind.value
+            if kind == "unit":
+                unit = unit or term.text
+            elif kind == "stride" and len(term.step.params) == 1 and term.step.text.strip() == term.step.params[0]:
+                strides.append((term.step.params[0], term.text))
+            elif (
+                kind == "size"
+                and term.step.params
+                and _PRODUCT.match(term.step.text.strip())
+                and all(p in params for p in term.step.params)
+            ):
+                sizes.append((tuple(term.step.params), term.text))
+        bound = None
+        if acc.writes and acc.op == "store" and unit and len(acc.mask_bounds) == 1 and acc.mask_bounds[0] in params:
+            bound = acc.mask_bounds[0]
+        ap = AccessPlan(
+            " + ".join(t.text for t in acc.terms),
+            unit,
+            tuple(strides),
+            tuple(sizes),
+            bound,
+            acc.span.line,
+        )
+        if ap not in plan.accesses and (ap.unit or ap.stride_terms or ap.size_terms):
+            plan.accesses.append(ap)
+    contract = DerivedContract(pyfn.__name__, params, [p for p in pointers.values() if p.accesses], path)
+    _CACHE[key] = contract
+    return contract
+
+
+def _int(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if type(v).__name__ in ("SymInt", "int64", "int32"):
+        return int(v)
+    return None
+
+
+def check_derived(contract: DerivedContract, values: dict) -> list[Violation]:
+    """Every violation of a derived contract by one launch's arguments (name -> value)."""
+    fn = contract.func_name
+    out: list[Violation] = []
+    device = None
+    for plan in contract.pointers:
+        t = values.get(plan.name)
+        if t is None or not hasattr(t, "stride"):
+            continue
+        p = plan.name
+        shape = tuple(int(s) for s in t.shape)
+        strides = tuple(int(s) for s in t.stride())
+        if device is None:
+            device = (t.device, p)
+        elif t.device != device[0]:
+            out.append(Violation((p, "device"), f"{fn}: {p} is on {t.device} but {device[1]} is on {device[0]}; move all tensors to one device"))
+        if 0 in shape:
+            continue
+        nd = len(shape)
+        if plan.written and overlaps(shape, strides):
+            out.append(
+                Violation(
+                    (p, "overlap"),
+                    f"{fn}: {p} is stored through but two of its elements share memory (shape {list(shape)}, strides "
+                    f"{list(strides)}); programs would race on one address — pass a tensor that owns its memory "
+                    f"({p}.clone() or torch.empty(...))",
+                )
+            )
+        for acc in plan.accesses:
+            out.extend(_check_access(fn, p, acc, shape, strides, nd, values))
+    return out
+
+
+def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Violation]:
+    out: list[Violation] = []
+    free = list(range(nd))
+    where = f"line {acc.line}" if acc.line else "an address"
+    if acc.unit is not None and nd >= 1:
+        free.remove(nd - 1)
+        if shape[-1] > 1 and strides[-1] != 1:
+            out.append(
+                Violation(
+                    (p, "inner_stride", acc.line),
+                    f"{fn}: {p} is addressed as `... + {acc.unit}` ({where}), a unit step along its last dim, but "
+                    f"{p}.stride({nd - 1}) is {strides[-1]}; pass {p}.contiguous() or a view with unit inner stride",
+                )
+            )
+    for param, text in acc.stride_terms:
+        v = _int(values.get(param))
+        if v is None:
+            continue
+        match = next((d for d in free if strides[d] == v and shape[d] > 1), None)
+        if match is None:
+            match = next((d for d in free if strides[d] == v), None)
+        if match is None:
+            match = next((d for d in free if shape[d] <= 1), None)
+            if match is None:
+                hint = next((d for d in free), None)
+                fix = f"pass {p}.stride({hint}) = {strides[hint]}" if hint is not None else "pass the stride of the dim it steps"
+                out.append(
+                    Violation(
+                        (p, "stride_arg", param, acc.line),
+                        f"{fn}: {param} = {v} steps {p} in `{text}` ({where}), but no dim of {p} left for it has "
+                        f"stride {v} (shape {list(shape)}, strides {list(strides)}); {fix}",
+                    )
+                )
+                continue
+        free.remove(match)
+    for params, text in acc.size_terms:
+        vals = [_int(values.get(q)) for q in params]
+        if any(v is None for v in vals):
+            continue
+        v = 1
+        for x in vals:
+            v *= x
+        left = [d for d in free if shape[d] > 1]
+        if not left:
+            continue  # steps inside a flattened dim, or a dim whose index is always 0
+        match = next((d for d in left if strides[d] == v), None)
+        if match is None:
+            # Report against the dim whose stride is nearest: the one the term most plausibly meant.
+            d = min(left, key=lambda k: (abs(strides[k] - v), k))
+            what = " * ".join(params)
+            out.append(
+                Violation(
+                    (p, "size_as_stride", text, acc.line),
+                    f"{fn}: `{text}` ({where}) steps {p} dim {d} by {what} = {v}, but {p}.stride({d}) is "
+                    f"{strides[d]} (shape {list(shape)}): a logical size used as a stride — pass {p}.stride({d}) "
+                    f"to the kernel and step by it, or pass a contiguous {p}",
+                )
+            )
+            free.remove(d)
+            continue
+        free.remove(match)
+    if acc.unit is not None and nd >= 1:
+        # Free dims right inside the last one are walked by the unit index too (a flattened
+        # `offs` over [..., H, D]): they must be packed with it, and a masked store spans them all.
+        inner = [nd - 1]
+        d = nd - 2
+        while d >= 0 and d in free:
+            inner.insert(0, d)
+            d -= 1
+        packed_at = None
+        want = 1  # the stride a packed dim needs: the number of elements inside it
+        for k in reversed(inner[:-1]):
+            want *= shape[k + 1]
+            if shape[k] > 1 and strides[k] != want:
+                packed_at = k
+                break
+        if packed_at is not None and (acc.stride_terms or acc.size_terms):
+            out.append(
+                Violation(
+                    (p, "packed", acc.line),
+                    f"{fn}: {p} dim {packed_at} has no term of its own in the address ({where}), so `{acc.unit}` "
+                    f"walks it flattened with the dims inside it; that needs {p}.stride({packed_at}) == {want}, "
+                    f"but it is {strides[packed_at]} (shape {list(shape)}, strides {list(strides)}); pass a "
+                    f"tensor whose inner dims are packed (.contiguous())",
+                )
+            )
+        if acc.store_bound is not None and (acc.stride_terms or acc.size_terms) and nd >= 2:
+            n = _int(values.get(acc.store_bound))
+            extent = 1
+            for k in inner:
+                extent *= shape[k]
+            if n is not None and n > extent:
+                dims = "its last dim" if len(inner) == 1 else f"dims {inner[0]}..{nd - 1} (flattened)"
+                out.append(
+                    Violation(
+                        (p, "store_extent", acc.line),
+                        f"{fn}: the store through {p} ({where}) is masked by `< {acc.store_bound}` = {n} along "
+                        f"{dims}, which hold only {extent} elements (shape {list(shape)}); the store would run "
+                        f"past them — allocate {p} at least {n} wide",
+                    )
+                )
+    return out
+
+
+class DerivedReporter:
+    """Runs a derived contract on a launch; raises the first violation or warns once each."""
+
+    def __init__(self, contract: DerivedContract, mode: str) -> None:
+        from stridecheck._guard_plan import log
+
+        self.contract = contract
+        self.mode = mode
+        self.warned: set = set()
+        self._log = log
+
+    def __call__(self, values: dict) -> None:
+        violations = check_derived(self.contract, values)
+        if not violations:
+            return
+        if self.mode == "warn":
+            for v in violations:
+                if v.key not in self.warned:
+                    self.warned.add(v.key)
+                    self._log.warning("%s", v.message)
+            return
+        raise StrideGuardError(violations[0].message) from None
+
+
+def generate_derived_check(pyfn, contract: DerivedContract, reporter: DerivedReporter):
+    """A function taking a launch's arguments that runs the derived contract on them."""
+    from stridecheck._guard_plan import _compile, _signature_text
+
+    ns: dict = {"_sg_report": reporter}
+    params, _ = _signature_text(inspect.signature(pyfn), ns, kernel=True)
+    used = sorted({p.name for p in contract.pointers} | {
+        q
+        for p in contract.pointers
+        for a in p.accesses
+        for q in ([s for s, _ in a.stride_terms] + [x for ps, _ in a.size_terms for x in ps] + ([a.store_bound] if a.store_bound else []))
+    })
+    src = "\n".join(
+        [
+            f"def _sg_check({params}):",
+            "    _sg_report({" + ", ".join(f"{n!r}: {n}" for n in used) + "})",
+            "",
+        ]
+    )
+    return _compile(src, ns, "_sg_check", contract.func_name), src
