@@ -4,9 +4,7 @@ contract is derived from the kernel's source, over every reproduction in ../shar
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +12,7 @@ import triton
 import triton.language as tl
 
 from stridecheck import StrideGuardError, Tensor, stride, stride_guard
+from tests.conftest import CASES
 from stridecheck._guard_kernel import derive_contract
 from stridecheck.guard import GuardedKernel
 
@@ -139,9 +138,6 @@ def test_autotuned_kernel(bare):
 
 
 # ----------------------------------------------------------------------------- the shared cases
-
-# As tests/conftest.py: the shared reproductions live beside the checkout.
-CASES = Path(os.environ.get("STRIDECHECK_CASES", Path(__file__).resolve().parents[3] / "shared" / "cases"))
 
 # file -> (rejected before launch?, the argument the message must name)
 CASE_VERDICTS = {
