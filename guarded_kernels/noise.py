@@ -1,0 +1,232 @@
+"""Counter-based noise shared by :mod:`guarded_kernels.sample` and :mod:`guarded_kernels.resample`.
+
+Construction
+------------
+Every draw is keyed by ``(seed, pos, stream, token)``; nothing is stateful, so the same inputs
+give the same noise whatever the batch composition, the launch grid or the block size.
+
+1. *Row key* (once per program, scalar): the 64-bit ``seed`` and ``pos`` are split into 32-bit
+   words and absorbed one word at a time into a 32-bit state, each absorption followed by the
+   MurmurHash3 ``fmix32`` finaliser (a bijection of 32-bit words with full avalanche: Appleby,
+   *MurmurHash3*, 2011, public domain)::
+
+       k = fmix32(seed_lo + 0x9E3779B9); k = fmix32(k ^ seed_hi)
+       k = fmix32(k ^ pos_lo);           k = fmix32(k ^ pos_hi ^ stream * 0x85EBCA77)
+
+   For a fixed seed and stream, ``pos -> k`` is injective for ``0 <= pos < 2**32`` (each step is
+   a bijection of the word that changes), so two positions of one request never share noise.
+   ``stream`` is 0 for verification draws and 1 for draft draws (``is_drafting``): the two
+   streams are different keys, so a draft draw never reuses the noise that later decides the
+   verification draw at the same position.
+2. *Per token* (the only per-element integer work: one multiply, one xor and one ``fmix32``)::
+
+       h = fmix32(k ^ (token * 0x9E3779B1))
+
+   ``token * 0x9E3779B1`` (an odd constant, so a bijection) spreads the token id's low bits over
+   the word before the xor, and ``fmix32`` makes every output bit depend on every input bit. For a
+   fixed row, ``token -> h`` is a bijection: no two tokens of a row share a hash value.
+3. *Exponential variate*: ``h`` is read as the uniform ``v = (h + 1/2) / 2**32`` in ``(0, 1)`` and
+   turned into ``E = -ln(1 - v)``, an Exp(1) variate; the Gumbel noise is ``-ln E``. The sampler
+   compares ``logit / T - ln E`` (Gumbel-max: Gumbel, *Statistical theory of extreme values*,
+   1954; Maddison et al., *A* Sampling*, 2014), here in base 2:
+   ``logit * log2(e) / T - log2(E * log2(e))``, which differs by a constant per row.
+
+Resolution of the uniform
+-------------------------
+Rare tokens win when their ``E`` is tiny, that is when ``v`` is tiny. ``1 - v`` in float32 would
+round ``v`` to a multiple of 2**-24 and cap the noise at about 17.3 nats, so a token 18 nats below
+the best could never be drawn. Instead ``E`` is computed from ``v`` itself where ``v < 2**-5``,
+by the series ``-ln(1 - v) = v + v^2/2 + v^3/3 + v^4/4 + v^5/5`` (truncation below 2**-27
+relative), and ``v = h * 2**-32 + 2**-33`` is exact in float32 for ``h < 2**24``. Elsewhere
+``1 - v`` is formed from the complement ``~h`` (exact near ``v -> 1``), relative error of ``E``
+at most 2**-19. So ``E`` resolves all 2**32 hash values in the tail: the smallest is
+``-ln(1 - 2**-33) = 1.16e-10``, the largest noise ``ln(2**33) = 22.9`` nats, and the probability
+that a given token's noise exceeds ``y`` is exact to within one hash value out of 2**32, i.e. the
+rate at which a token ``d`` nats below the best is drawn is right for ``d`` up to about 20 nats.
+``tests/kernels/test_noise.py`` checks this map on the smallest hash values and the uniformity of
+``h``; the sampler tests check the resulting distributions by chi-square.
+
+GPU fast path
+-------------
+With ``FAST_LOG`` (chosen by the launchers only when compiling for a CUDA device, never in the
+CPU interpreter, which has no inline assembly) the two base-2 logarithms use the hardware's
+``lg2.approx.f32`` (relative error about 2**-22) instead of the accurate library logarithm; the
+GPU tests check that this path samples the same distributions.
+"""
+
+from __future__ import annotations
+
+import os
+
+import triton
+import triton.language as tl
+
+# MurmurHash3 fmix32 multipliers and the 32-bit golden-ratio constants (odd, so bijective).
+_FMIX_C1 = 0x85EBCA6B
+_FMIX_C2 = 0xC2B2AE35
+_GOLDEN_ROW = 0x9E3779B9
+_GOLDEN_TOKEN = 0x9E3779B1
+_STREAM_MUL = 0x85EBCA77
+
+VERIFY_STREAM = 0
+DRAFT_STREAM = 1
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def use_fast_log(device) -> bool:
+    """Whether a launch on ``device`` (a ``torch.device``) may use ``lg2.approx.f32``."""
+    return device.type == "cuda" and not interpreting()
+
+
+@triton.jit
+def fmix32(h):
+    """MurmurHash3's 32-bit finaliser on uint32 values (wrapping arithmetic)."""
+    h ^= h >> 16
+    h *= 0x85EBCA6B
+    h ^= h >> 13
+    h *= 0xC2B2AE35
+    h ^= h >> 16
+    return h
+
+
+@triton.jit
+def row_key(seed, pos, STREAM: tl.constexpr):
+    """The scalar 32-bit key of one row: ``seed``/``pos`` int64 scalars, ``STREAM`` 0 or 1."""
+    seed = seed.to(tl.int64)
+    pos = pos.to(tl.int64)
+    seed_lo = (seed & 0xFFFFFFFF).to(tl.uint32)
+    seed_hi = ((seed >> 32) & 0xFFFFFFFF).to(tl.uint32)
+    pos_lo = (pos & 0xFFFFFFFF).to(tl.uint32)
+    pos_hi = ((pos >> 32) & 0xFFFFFFFF).to(tl.uint32)
+    k = fmix32(seed_lo + 0x9E3779B9)
+    k = fmix32(k ^ seed_hi)
+    k = fmix32(k ^ pos_lo)
+    k = fmix32(k ^ pos_hi ^ (STREAM * 0x85EBCA77))
+    return k
+
+
+@triton.jit
+def token_hash(key, token):
+    """Per-token 32-bit hash: ``key`` uint32 scalar, ``token`` int32/int64 block of token ids."""
+    t = token.to(tl.uint32)
+    return fmix32(key ^ (t * 0x9E3779B1))
+
+
+@triton.jit
+def _log2_f32(x, FAST_LOG: tl.constexpr):
+    if FAST_LOG:
+        return tl.inline_asm_elementwise(
+            "lg2.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
+        )
+    else:
+        return tl.log2(x)
+
+
+@triton.jit
+def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
+    """``-log2(E * log2(e))`` for the Exp(1) variate ``E = -ln(1 - v)``, ``v = (h + 1/2) / 2**32``.
+
+    ``h``: uint32 block. Returns float32 (float64 with ``USE_FP64``); adding it to
+    ``logit * log2(e) / T`` gives the Gumbel-max key in base 2.
+    """
+    if USE_FP64:
+        v = h.to(tl.float64) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        w = (~h).to(tl.float64) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        series = v * (1.0 + v * (0.5 + v * (0.3333333333333333 + v * (0.25 + v * (0.2 + v * 0.16666666666666666)))))
+        # e2 = E * log2(e) = -log2(1 - v)
+        e2 = tl.where(v < 0.0009765625, series * 1.4426950408889634, -tl.log2(w))
+        return -tl.log2(e2)
+    else:
+        v = h.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        w = (~h).to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        series = v * (1.0 + v * (0.5 + v * (0.33333334 + v * (0.25 + v * 0.2))))
+        e2 = tl.where(v < 0.03125, series * 1.4426950408889634, -_log2_f32(w, FAST_LOG))
+        return -_log2_f32(e2, FAST_LOG)
+
+
+@triton.jit
+def ordered_key(x):
+    """Order-preserving map of float32 ``x`` to int64 (as the signed int32 pattern, sign-extended)."""
+    bits = x.to(tl.int32, bitcast=True)
+    bits = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    return bits.to(tl.int64)
+
+
+@triton.jit
+def pack_key_index(x, idx):
+    """Pack a float32 key and a token index into one int64: a larger key wins, then a lower index."""
+    return (ordered_key(x) << 32) | (4294967295 - idx.to(tl.int64))
+
+
+@triton.jit
+def unpack_index(packed):
+    return 4294967295 - (packed & 4294967295)
+
+
+@triton.jit
+def _noise_from_hash_kernel(
+    h_ptr,  # [N] uint32 stored as int32
+    out_ptr,  # [N] float32 or float64
+    n,
+    FAST_LOG: tl.constexpr,
+    USE_FP64: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    h = tl.load(h_ptr + offs, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    tl.store(out_ptr + offs, neg_log2_exponential(h, FAST_LOG, USE_FP64), mask=mask)
+
+
+@triton.jit
+def _hash_kernel(
+    seed_ptr,  # [N] int64
+    pos_ptr,  # [N] int64
+    token_ptr,  # [N] int64
+    out_ptr,  # [N] int32 (the uint32 hash, bit-cast)
+    n,
+    STREAM: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # row_key is elementwise, so it also runs on blocks: one (seed, pos) per element here.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    k = row_key(tl.load(seed_ptr + offs, mask=mask, other=0), tl.load(pos_ptr + offs, mask=mask, other=0), STREAM)
+    h = token_hash(k, tl.load(token_ptr + offs, mask=mask, other=0))
+    tl.store(out_ptr + offs, h.to(tl.int32, bitcast=True), mask=mask)
+
+
+def noise_from_hash(h, *, use_fp64: bool = False):
+    """The kernels' tail map, for tests: ``-log2(E * log2(e))`` for each uint32 hash value.
+
+    ``h``: int32 tensor [N] holding uint32 bit patterns. Returns float32 [N] (float64 with
+    ``use_fp64``) on ``h``'s device, computed by the same Triton helper the samplers use.
+    """
+    import torch
+
+    h = h.contiguous()
+    out = torch.empty(h.shape, dtype=torch.float64 if use_fp64 else torch.float32, device=h.device)
+    block = 1024
+    _noise_from_hash_kernel[(triton.cdiv(h.numel(), block),)](
+        h, out, h.numel(), FAST_LOG=use_fast_log(h.device), USE_FP64=use_fp64, BLOCK=block
+    )
+    return out
+
+
+def token_hashes(seed, pos, token, stream: int = VERIFY_STREAM):
+    """The kernels' 32-bit hash of ``(seed, pos, stream, token)``, for tests.
+
+    ``seed``, ``pos``, ``token``: int64 tensors [N] on one device. Returns int32 [N] holding the
+    uint32 hashes' bit patterns.
+    """
+    import torch
+
+    seed, pos, token = (t.to(torch.int64).contiguous() for t in (seed, pos, token))
+    out = torch.empty(seed.shape, dtype=torch.int32, device=seed.device)
+    block = 256
+    _hash_kernel[(triton.cdiv(seed.numel(), block),)](seed, pos, token, out, seed.numel(), STREAM=stream, BLOCK=block)
+    return out

@@ -1,0 +1,355 @@
+"""Speculative-decoding resampling: one replacement (or bonus) token per request.
+
+For request ``r`` the row ``cu_num_logits[r] + num_accepted[r]`` of the target logits is resampled:
+
+* every draft accepted (the bonus position): a draw from ``p``;
+* a draft rejected, with draft logits: a draw from the residual ``max(p - q, 0)`` normalised, which
+  with the accept/reject step makes the output distributed as ``p`` (Leviathan et al., *Fast
+  Inference from Transformers via Speculative Decoding*, 2023; Chen et al., *Accelerating Large
+  Language Model Decoding with Speculative Sampling*, 2023);
+* a draft rejected, with one-hot drafts (no draft logits): a draw from ``p`` with the rejected
+  token removed (the residual of a point-mass ``q``);
+* temperature 0: the target row's argmax.
+
+``p`` and ``q`` are softmaxes after temperature. Draws are Gumbel-max in log space,
+``argmax_i(log2 r_i + G_i)``, with ``log r_i = log p_i + log(-expm1(log q_i - log p_i))``, the
+stable form of ``log(p_i - q_i)``; the noise is the verification stream of
+:mod:`guarded_kernels.noise` keyed by ``(seed[slot], pos[row])``, the same noise
+:func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
+kernel: with several programs per request, a first launch writes per-program partial
+(max, sum) pairs and the second merges them; with one program per request both passes run in one
+launch.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from guarded_kernels._workspace import row_scratch, sm_count
+from guarded_kernels.noise import (
+    VERIFY_STREAM,
+    _log2_f32,
+    neg_log2_exponential,
+    pack_key_index,
+    row_key,
+    token_hash,
+    unpack_index,
+    use_fast_log,
+)
+from guarded_kernels.sample import _row_argmax
+from stridecheck import Tensor, stride_guard
+
+_FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+_INTS = (torch.int32, torch.int64)
+_LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr):
+    """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``."""
+    lanes = tl.arange(0, BLOCK)
+    m = tl.full((BLOCK,), float("-inf"), tl.float32)
+    s = tl.zeros((BLOCK,), tl.float32)
+    for off in range(start, end, BLOCK):
+        idx = off + lanes
+        x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32) * scale
+        m_new = tl.maximum(m, x)
+        # A lane that has seen only -inf keeps sum 0; avoid (-inf) - (-inf).
+        ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp2(m - ref) + tl.exp2(x - ref)
+        m = m_new
+    mx = tl.max(m, 0)
+    ref = tl.where(mx == float("-inf"), 0.0, mx)
+    total = tl.sum(s * tl.exp2(m - ref), 0)
+    return mx, total
+
+
+@triton.jit
+def _merge_lse2(stats_ptr, row_offset, which, num_splits, SPLITS_P2: tl.constexpr):
+    """log2-sum-exp2 of a row from its programs' partial (max, sum) pairs."""
+    j = tl.arange(0, SPLITS_P2)
+    mask = j < num_splits
+    m = tl.load(stats_ptr + row_offset + j * 4 + which * 2, mask=mask, other=float("-inf"))
+    s = tl.load(stats_ptr + row_offset + j * 4 + which * 2 + 1, mask=mask, other=0.0)
+    mx = tl.max(m, 0)
+    ref = tl.where(mx == float("-inf"), 0.0, mx)
+    return mx + tl.log2(tl.sum(s * tl.exp2(m - ref), 0))
+
+
+@triton.jit
+def _resample_kernel(
+    # [N, V] unit inner stride
+    target_ptr,
+    target_stride_0,
+    # [R, S, W] unit inner stride (only read when HAS_DRAFT)
+    draft_ptr,
+    draft_stride_0,
+    draft_stride_1,
+    # [Q, S] int
+    draft_tokens_ptr,
+    draft_tokens_stride_0,
+    draft_tokens_stride_1,
+    # [Q] int
+    num_accepted_ptr,
+    num_accepted_stride_0,
+    # [Q + 1] int
+    cu_num_logits_ptr,
+    cu_num_logits_stride_0,
+    # [Q] int
+    idx_mapping_ptr,
+    idx_mapping_stride_0,
+    # [R] float32
+    temperature_ptr,
+    temperature_stride_0,
+    # [R] int64
+    seed_ptr,
+    seed_stride_0,
+    # [N] int64
+    pos_ptr,
+    pos_stride_0,
+    # [Q, num_splits, 4] float32 partial (max, sum) of target and draft, contiguous
+    stats_ptr,
+    # [>= Q] self-resetting merge scratch
+    best_ptr,
+    done_ptr,
+    # [Q] int64
+    out_ptr,
+    vocab_size,
+    draft_vocab_size,
+    chunk_size,
+    num_splits,
+    PHASE: tl.constexpr,  # 0: partial log-sum-exps only; 1: draw using them; 2: both, one program per request
+    HAS_DRAFT: tl.constexpr,
+    FAST_LOG: tl.constexpr,
+    SPLITS_P2: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    req = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    first = tl.load(cu_num_logits_ptr + req * cu_num_logits_stride_0).to(tl.int64)
+    last = tl.load(cu_num_logits_ptr + (req + 1) * cu_num_logits_stride_0).to(tl.int64)
+    accepted = tl.load(num_accepted_ptr + req * num_accepted_stride_0).to(tl.int64)
+    row = first + accepted
+    num_drafts = last - first - 1
+    slot = tl.load(idx_mapping_ptr + req * idx_mapping_stride_0).to(tl.int64)
+    temp = tl.load(temperature_ptr + slot * temperature_stride_0).to(tl.float32)
+    greedy = temp == 0.0
+    scale = _LOG2E / tl.where(greedy, 1.0, temp)
+    bonus = accepted >= num_drafts
+    if HAS_DRAFT:
+        residual = (temp != 0.0) & (accepted < num_drafts)
+    else:
+        residual = temp != temp  # always False, as a scalar tensor like the other branch
+    start = split * chunk_size
+    end = tl.minimum(start + chunk_size, vocab_size)
+    target_row_ptr = target_ptr + row * target_stride_0
+    draft_row_ptr = draft_ptr + slot * draft_stride_0 + accepted * draft_stride_1
+    stats_row = req * num_splits * 4
+    if PHASE == 0:
+        if residual:
+            mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK)
+            md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK)
+            base = stats_ptr + stats_row + split * 4
+            tl.store(base, mt)
+            tl.store(base + 1, st)
+            tl.store(base + 2, md)
+            tl.store(base + 3, sd)
+    else:
+        lse_t = tl.full((), 0.0, tl.float32)
+        lse_d = tl.full((), 0.0, tl.float32)
+        if residual:
+            if PHASE == 2:
+                mt, st = _chunk_lse2(target_row_ptr, 0, vocab_size, scale, BLOCK)
+                md, sd = _chunk_lse2(draft_row_ptr, 0, draft_vocab_size, scale, BLOCK)
+                lse_t = mt + tl.log2(st)
+                lse_d = md + tl.log2(sd)
+            else:
+                lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2)
+                lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2)
+        rejected = tl.full((), -1, tl.int64)
+        if not HAS_DRAFT:
+            if accepted < num_drafts:
+                rejected = tl.load(
+                    draft_tokens_ptr + req * draft_tokens_stride_0 + accepted * draft_tokens_stride_1
+                ).to(tl.int64)
+        key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), VERIFY_STREAM)
+        lanes = tl.arange(0, BLOCK)
+        best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
+        best_idx = start + lanes
+        for off in range(start, end, BLOCK):
+            idx = off + lanes
+            mask = idx < end
+            x = tl.load(target_row_ptr + idx, mask=mask, other=float("-inf")).to(tl.float32)
+            if greedy:
+                k = x
+            else:
+                noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
+                if residual:
+                    lp = x * scale - lse_t
+                    dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
+                    lq = dl.to(tl.float32) * scale - lse_d
+                    d2 = lq - lp
+                    dn = d2 * 0.6931471805599453
+                    # 1 - q/p = -expm1(dn): a series near dn = 0 (q close to p) avoids cancellation.
+                    series = -dn * (1.0 + dn * (0.5 + dn * (0.16666667 + dn * (0.041666668 + dn * 0.008333334))))
+                    one_minus = tl.where(dn > -0.03125, series, 1.0 - tl.exp2(d2))
+                    k = tl.where(lp > lq, lp + _log2_f32(one_minus, FAST_LOG) + noise, float("-inf"))
+                else:
+                    k = tl.where(idx == rejected, float("-inf"), x * scale + noise)
+            upd = k > best_val
+            best_val = tl.where(upd, k, best_val)
+            best_idx = tl.where(upd, idx, best_idx)
+        m, win = _row_argmax(best_val, best_idx)
+        if PHASE == 1:
+            tl.atomic_max(best_ptr + req, pack_key_index(m, win))
+            finished = tl.atomic_add(done_ptr + req, 1)
+            if finished == num_splits - 1:
+                packed = tl.atomic_xchg(best_ptr + req, -9223372036854775808)
+                tl.atomic_xchg(done_ptr + req, 0)
+                tl.store(out_ptr + req, unpack_index(packed))
+        else:
+            tl.store(out_ptr + req, win.to(tl.int64))
+
+
+def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device):
+    """(BLOCK, num_warps, num_splits) for a launch; tests and benchmarks may replace it."""
+    if device.type != "cuda":
+        block, warps = 256, 4
+    else:
+        block, warps = (2048, 8) if dtype == torch.float32 else (4096, 8)
+    programs = 2 * sm_count(device)
+    splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
+    return block, warps, splits
+
+
+@stride_guard(
+    target_logits=Tensor("N V", dtype=_FLOATS),
+    draft_logits=Tensor("R * >=Vd", dtype=_FLOATS),
+    draft_tokens=Tensor("Q *", dtype=_INTS, inner_stride=None),
+    num_accepted=Tensor("Q", dtype=_INTS, inner_stride=None),
+    cu_num_logits=Tensor("*", dtype=_INTS, inner_stride=None),
+    idx_mapping=Tensor("Q", dtype=_INTS, inner_stride=None),
+    temperature=Tensor("R", dtype=torch.float32, inner_stride=None),
+    seed=Tensor("R", dtype=torch.int64, inner_stride=None),
+    pos=Tensor("N", dtype=torch.int64, inner_stride=None),
+    draft_vocab_size="Vd",
+)
+def resample(
+    target_logits: torch.Tensor,
+    draft_logits: torch.Tensor | None,
+    draft_tokens: torch.Tensor,
+    num_accepted: torch.Tensor,
+    cu_num_logits: torch.Tensor,
+    idx_mapping: torch.Tensor,
+    temperature: torch.Tensor,
+    seed: torch.Tensor,
+    pos: torch.Tensor,
+    *,
+    draft_vocab_size: int | None = None,
+    use_fp64: bool = False,
+) -> torch.Tensor:
+    """Draw each request's replacement token (first rejected draft) or bonus token.
+
+    Args:
+        target_logits: [N, V] float32 / bfloat16 / float16, unit inner stride; request ``r`` owns
+            rows ``cu_num_logits[r] .. cu_num_logits[r + 1] - 1`` (its drafts, then the bonus row).
+        draft_logits: [R, S, W] or None; ``draft_logits[idx_mapping[r], k, :V_d]`` are the draft
+            model's logits for draft step ``k`` of request ``r``, addressed through the tensor's own
+            strides (``W`` may exceed ``V_d``). None: one-hot drafts.
+        draft_tokens: [Q, S] int, the drafted tokens (read only for one-hot drafts).
+        num_accepted: [Q] int, accepted drafts; equal to the request's draft count -> bonus row.
+        cu_num_logits: [Q + 1] int, cumulative rows per request.
+        idx_mapping: [Q] int, request -> request-state slot.
+        temperature: [R] float32; 0 = greedy (the target row's argmax, lowest index on ties).
+        seed: [R] int64.
+        pos: [N] int64, each target row's position (keys the noise).
+        draft_vocab_size: ``V_d <= min(V, W)``, default ``W``: ``q`` is zero beyond it.
+        use_fp64: accepted for interface parity; the draw is computed in float32 (the residual's
+            stable form keeps float32 exact enough; see the module docstring).
+
+    Returns:
+        [Q] int64 token ids in ``[0, V)``. If the residual has no mass (``q >= p`` everywhere, which
+        the accept/reject step never leaves to resample) the lowest index is returned.
+
+    Raises:
+        StrideGuardError: a layout the kernel cannot address.
+        ValueError: inconsistent request counts or draft vocabulary.
+    """
+    num_rows, vocab_size = target_logits.shape
+    num_reqs = num_accepted.shape[0]
+    device = target_logits.device
+    if cu_num_logits.dim() != 1 or cu_num_logits.shape[0] != num_reqs + 1:
+        raise ValueError(
+            f"resample: cu_num_logits must be [num_reqs + 1] = [{num_reqs + 1}], got {tuple(cu_num_logits.shape)}"
+        )
+    out = torch.empty((num_reqs,), dtype=torch.int64, device=device)
+    if num_reqs == 0:
+        return out
+    if vocab_size == 0:
+        raise ValueError("resample: target_logits has 0 columns; there is no token to draw")
+    has_draft = draft_logits is not None
+    if has_draft:
+        width = draft_logits.shape[2]
+        vd = width if draft_vocab_size is None else int(draft_vocab_size)
+        if not 0 < vd <= min(width, vocab_size):
+            raise ValueError(
+                f"resample: draft_vocab_size must be in [1, min(W, V)] = [1, {min(width, vocab_size)}], got {vd}"
+            )
+        draft, d0, d1 = draft_logits, draft_logits.stride(0), draft_logits.stride(1)
+    else:
+        vd, draft, d0, d1 = 0, target_logits, 0, 0
+    block, warps, splits = launch_config(num_reqs, vocab_size, target_logits.dtype, device)
+    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
+    splits = triton.cdiv(vocab_size, chunk)
+    if splits > 1:
+        best, done = row_scratch(device, num_reqs)
+        stats = torch.empty((num_reqs, splits, 4), dtype=torch.float32, device=device)
+    else:
+        best, done, stats = out, out, out
+    args = (
+        target_logits,
+        target_logits.stride(0),
+        draft,
+        d0,
+        d1,
+        draft_tokens,
+        draft_tokens.stride(0),
+        draft_tokens.stride(1),
+        num_accepted,
+        num_accepted.stride(0),
+        cu_num_logits,
+        cu_num_logits.stride(0),
+        idx_mapping,
+        idx_mapping.stride(0),
+        temperature,
+        temperature.stride(0),
+        seed,
+        seed.stride(0),
+        pos,
+        pos.stride(0),
+        stats,
+        best,
+        done,
+        out,
+        vocab_size,
+        vd,
+        chunk,
+        splits,
+    )
+    meta = dict(
+        HAS_DRAFT=has_draft,
+        FAST_LOG=use_fast_log(device),
+        SPLITS_P2=triton.next_power_of_2(splits),
+        BLOCK=block,
+        num_warps=warps,
+    )
+    grid = (num_reqs, splits)
+    if splits > 1:
+        if has_draft:
+            _resample_kernel[grid](*args, PHASE=0, **meta)
+        _resample_kernel[grid](*args, PHASE=1, **meta)
+    else:
+        _resample_kernel[grid](*args, PHASE=2, **meta)
+    return out

@@ -1,0 +1,310 @@
+"""Gumbel-max sampling of one token per row, with an optional bit-exact logits cache.
+
+The kernel walks each row's vocabulary in blocks, adds counter-based Gumbel noise
+(:mod:`guarded_kernels.noise`) to ``logit / temperature`` and keeps a per-lane running maximum;
+when several programs share a row (few rows, large vocabulary) they merge their winners in the
+same launch through an atomic maximum on a packed (key, index) word, and the last program to
+finish writes the token (:mod:`guarded_kernels._workspace`). One launch per call.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from guarded_kernels._workspace import row_scratch, sm_count
+from guarded_kernels.noise import (
+    DRAFT_STREAM,
+    VERIFY_STREAM,
+    neg_log2_exponential,
+    pack_key_index,
+    row_key,
+    token_hash,
+    unpack_index,
+    use_fast_log,
+)
+from stridecheck import Tensor, stride_guard
+
+_FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+_INTS = (torch.int32, torch.int64)
+_LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _row_argmax(best_val, best_idx):
+    # Lowest index among the lanes holding the maximum: the lanes hold interleaved token ids,
+    # so the first lane with the maximum is not necessarily the lowest token id.
+    m = tl.max(best_val, 0)
+    win = tl.min(tl.where(best_val == m, best_idx, 2147483647), 0)
+    return m, win
+
+
+@triton.jit
+def _gumbel_sample_kernel(
+    # [T, V] float32 / bfloat16 / float16, unit inner stride
+    logits_ptr,
+    logits_stride_0,
+    # [T] int32 / int64
+    idx_mapping_ptr,
+    idx_mapping_stride_0,
+    # [R] float32
+    temperature_ptr,
+    temperature_stride_0,
+    # [R] int64
+    seed_ptr,
+    seed_stride_0,
+    # [T] int64
+    pos_ptr,
+    pos_stride_0,
+    # [R, S, W] W >= V, unit inner stride (only read when HAS_CACHE)
+    cache_ptr,
+    cache_stride_0,
+    cache_stride_1,
+    # [T] int (cache_col_stride_0 == 0 for one column for the whole call)
+    cache_col_ptr,
+    cache_col_stride_0,
+    # [T, V] unit inner stride (only read when HAS_SOURCE)
+    source_ptr,
+    source_stride_0,
+    # [>= T] int64 / int32 self-resetting scratch (only used when SPLIT)
+    best_ptr,
+    done_ptr,
+    # [T] int64
+    out_ptr,
+    out_stride_0,
+    vocab_size,
+    chunk_size,
+    num_splits,
+    APPLY_TEMPERATURE: tl.constexpr,
+    STREAM: tl.constexpr,
+    HAS_CACHE: tl.constexpr,
+    HAS_SOURCE: tl.constexpr,
+    USE_FP64: tl.constexpr,
+    FAST_LOG: tl.constexpr,
+    SPLIT: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    slot = tl.load(idx_mapping_ptr + row * idx_mapping_stride_0).to(tl.int64)
+    if slot < 0:
+        # Padding row: an in-range token, nothing cached, no part in the cross-program merge.
+        if split == 0:
+            tl.store(out_ptr + row * out_stride_0, 0)
+    else:
+        temp = tl.load(temperature_ptr + slot * temperature_stride_0).to(tl.float32)
+        seed = tl.load(seed_ptr + slot * seed_stride_0)
+        pos = tl.load(pos_ptr + row * pos_stride_0)
+        key = row_key(seed, pos, STREAM)
+        greedy = temp == 0.0
+        if APPLY_TEMPERATURE:
+            # One division per program; per element only a multiply-add.
+            scale = _LOG2E / tl.where(greedy, 1.0, temp)
+        else:
+            scale = temp * 0.0 + _LOG2E
+        if USE_FP64:
+            scale_f = scale.to(tl.float64)
+        else:
+            scale_f = scale
+        start = split * chunk_size
+        end = tl.minimum(start + chunk_size, vocab_size)
+        lanes = tl.arange(0, BLOCK)
+        if USE_FP64:
+            best_val = tl.full((BLOCK,), float("-inf"), tl.float64)
+        else:
+            best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
+        best_idx = start + lanes
+        if HAS_CACHE:
+            col = tl.load(cache_col_ptr + row * cache_col_stride_0).to(tl.int64)
+            cache_row_ptr = cache_ptr + slot * cache_stride_0 + col * cache_stride_1
+        for off in range(start, end, BLOCK):
+            idx = off + lanes
+            mask = idx < end
+            x = tl.load(logits_ptr + row * logits_stride_0 + idx, mask=mask, other=float("-inf"))
+            if HAS_CACHE:
+                # The raw input values, before any temperature: a bit-exact copy.
+                if HAS_SOURCE:
+                    src = tl.load(source_ptr + row * source_stride_0 + idx, mask=mask)
+                    tl.store(cache_row_ptr + idx, src, mask=mask)
+                else:
+                    tl.store(cache_row_ptr + idx, x, mask=mask)
+            if USE_FP64:
+                xf = x.to(tl.float64)
+            else:
+                xf = x.to(tl.float32)
+            if greedy:
+                k = xf
+            else:
+                k = xf * scale_f + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
+            # NaN compares false: a NaN logit never wins.
+            upd = k > best_val
+            best_val = tl.where(upd, k, best_val)
+            best_idx = tl.where(upd, idx, best_idx)
+        m, win = _row_argmax(best_val, best_idx)
+        if SPLIT:
+            tl.atomic_max(best_ptr + row, pack_key_index(m.to(tl.float32), win))
+            finished = tl.atomic_add(done_ptr + row, 1)
+            if finished == num_splits - 1:
+                # Last program of the row: read and reset the merge word and the counter.
+                packed = tl.atomic_xchg(best_ptr + row, -9223372036854775808)
+                tl.atomic_xchg(done_ptr + row, 0)
+                tl.store(out_ptr + row * out_stride_0, unpack_index(packed))
+        else:
+            tl.store(out_ptr + row * out_stride_0, win.to(tl.int64))
+
+
+def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: torch.device, use_fp64: bool):
+    """(BLOCK, num_warps, num_splits) for a launch; tests and benchmarks may replace it."""
+    if device.type != "cuda":
+        block, warps = 256, 4
+    elif use_fp64:
+        block, warps = 1024, 8
+    else:
+        block, warps = (2048, 8) if dtype == torch.float32 else (4096, 8)
+    if use_fp64:
+        return block, warps, 1
+    programs = 2 * sm_count(device)
+    splits = max(1, min(-(-programs // max(num_rows, 1)), triton.cdiv(vocab_size, block), 512))
+    return block, warps, splits
+
+
+def _check_index_tensor(name: str, t: torch.Tensor) -> None:
+    if t.dtype not in _INTS:
+        raise TypeError(f"gumbel_sample: {name} must be int32 or int64, got {t.dtype}")
+
+
+@stride_guard(
+    logits=Tensor("T V", dtype=_FLOATS),
+    idx_mapping=Tensor("T", dtype=_INTS, inner_stride=None),
+    temperature=Tensor("R", dtype=torch.float32, inner_stride=None),
+    seed=Tensor("R", dtype=torch.int64, inner_stride=None),
+    pos=Tensor("T", dtype=torch.int64, inner_stride=None),
+    logits_cache=Tensor("R S >=V", dtype=_FLOATS, writes=True),
+    logits_cache_source=Tensor("T V", dtype=_FLOATS),
+)
+def gumbel_sample(
+    logits: torch.Tensor,
+    idx_mapping: torch.Tensor,
+    temperature: torch.Tensor,
+    seed: torch.Tensor,
+    pos: torch.Tensor,
+    *,
+    apply_temperature: bool = True,
+    is_drafting: bool = False,
+    logits_cache: torch.Tensor | None = None,
+    logits_cache_col: torch.Tensor | None = None,
+    logits_cache_source: torch.Tensor | None = None,
+    use_fp64: bool = False,
+) -> torch.Tensor:
+    """Draw one token per row by Gumbel-max: ``argmax_i(logits[t, i] / T + G_i)``.
+
+    Args:
+        logits: [T, V] float32 / bfloat16 / float16; any row stride, unit inner stride.
+        idx_mapping: [T] int32 / int64, row -> request-state index; a negative value marks a
+            padding row (token 0 returned, nothing cached).
+        temperature: [R] float32 per request state; 0.0 selects greedy decoding, exactly
+            ``logits.argmax(-1)`` for rows without NaN (lowest index on ties).
+        seed: [R] int64 per request state.
+        pos: [T] int64, the token's position; with ``seed`` it keys the noise
+            (:mod:`guarded_kernels.noise`), so results do not depend on the batch, the grid or the
+            block size.
+        apply_temperature: divide by ``temperature`` (else the logits are used as they are;
+            ``temperature == 0`` still selects greedy).
+        is_drafting: draw from the draft noise stream, disjoint from the verification stream.
+        logits_cache: [R, S, W] with ``W >= V``, unit inner stride, no overlapping elements: row
+            ``t`` writes ``logits_cache[idx_mapping[t], col_t, :V]``, the input logits
+            (pre-temperature), bit-exact; columns ``>= V`` and other steps are untouched. Its dtype
+            must hold the source's values exactly: the same dtype, or float32.
+        logits_cache_col: 0-d int tensor (one step column for the call) or [T] int tensor (one per
+            row); required with ``logits_cache``.
+        logits_cache_source: [T, V] optional; cached instead of ``logits``.
+        use_fp64: float64 noise and reduction (one program per row).
+
+    Returns:
+        [T] int64 token ids, always in ``[0, V)``.
+
+    Raises:
+        StrideGuardError: a layout the kernel cannot address (see the decorator's contract).
+        TypeError / ValueError: wrong dtypes, a missing cache column, a lossy cache dtype.
+    """
+    _check_index_tensor("idx_mapping", idx_mapping)
+    num_rows, vocab_size = logits.shape
+    device = logits.device
+    out = torch.empty((num_rows,), dtype=torch.int64, device=device)
+    if num_rows == 0:
+        return out
+    if vocab_size == 0:
+        raise ValueError("gumbel_sample: logits has 0 columns; there is no token to draw")
+    has_cache = logits_cache is not None
+    has_source = logits_cache_source is not None
+    if has_source and not has_cache:
+        raise ValueError("gumbel_sample: logits_cache_source given without logits_cache")
+    if has_cache:
+        if logits_cache_col is None:
+            raise ValueError("gumbel_sample: logits_cache needs logits_cache_col (0-d or [T])")
+        _check_index_tensor("logits_cache_col", logits_cache_col)
+        if logits_cache_col.dim() == 0:
+            col_stride = 0
+        elif logits_cache_col.dim() == 1 and logits_cache_col.shape[0] == num_rows:
+            col_stride = logits_cache_col.stride(0)
+        else:
+            raise ValueError(
+                f"gumbel_sample: logits_cache_col must be 0-d or [T] = [{num_rows}], "
+                f"got shape {tuple(logits_cache_col.shape)}"
+            )
+        src_dtype = (logits_cache_source if has_source else logits).dtype
+        if logits_cache.dtype not in (src_dtype, torch.float32):
+            raise ValueError(
+                f"gumbel_sample: logits_cache is {logits_cache.dtype} but the cached values are "
+                f"{src_dtype}; use {src_dtype} or float32 so that the copy is exact"
+            )
+        cache, cache_s0, cache_s1 = logits_cache, logits_cache.stride(0), logits_cache.stride(1)
+        col_t = logits_cache_col
+    else:
+        cache, cache_s0, cache_s1, col_t, col_stride = logits, 0, 0, idx_mapping, 0
+    source, source_s0 = (logits_cache_source, logits_cache_source.stride(0)) if has_source else (logits, 0)
+
+    block, warps, splits = launch_config(num_rows, vocab_size, logits.dtype, device, use_fp64)
+    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
+    splits = triton.cdiv(vocab_size, chunk)
+    if splits > 1:
+        best, done = row_scratch(device, num_rows)
+    else:
+        best, done = out, out
+    _gumbel_sample_kernel[(num_rows, splits)](
+        logits,
+        logits.stride(0),
+        idx_mapping,
+        idx_mapping.stride(0),
+        temperature,
+        temperature.stride(0),
+        seed,
+        seed.stride(0),
+        pos,
+        pos.stride(0),
+        cache,
+        cache_s0,
+        cache_s1,
+        col_t,
+        col_stride,
+        source,
+        source_s0,
+        best,
+        done,
+        out,
+        out.stride(0),
+        vocab_size,
+        chunk,
+        splits,
+        APPLY_TEMPERATURE=apply_temperature,
+        STREAM=DRAFT_STREAM if is_drafting else VERIFY_STREAM,
+        HAS_CACHE=has_cache,
+        HAS_SOURCE=has_source,
+        USE_FP64=use_fp64,
+        FAST_LOG=use_fast_log(device),
+        SPLIT=splits > 1,
+        BLOCK=block,
+        num_warps=warps,
+    )
+    return out
