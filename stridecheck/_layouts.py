@@ -47,7 +47,7 @@ MAX_GUARD = 1 << 16
 #: assume, so every correct kernel must give the same answers on them.
 DEFAULT_LAYOUTS = ("padded_last", "padded_outer", "storage_offset")
 #: Layouts a kernel need not support: inner stride != 1, and stride-0 (expanded) inputs.
-EXTRA_LAYOUTS = ("transposed", "expanded")
+EXTRA_LAYOUTS = ("transposed", "strided", "expanded")
 ALL_LAYOUTS = DEFAULT_LAYOUTS + EXTRA_LAYOUTS
 
 LAYOUT_DOCS = {
@@ -59,6 +59,8 @@ LAYOUT_DOCS = {
     "storage_offset": f"row-major, starting {STORAGE_OFFSET} elements into its buffer",
     "transposed": "a transposed copy permuted back: dimensions stored in reverse order, so the "
     "last dimension's stride is not 1",
+    "strided": "every other element of a buffer twice as large along every dimension (a [::2] "
+    "slice of each), so every stride, the last one too, is twice the contiguous one",
     "expanded": "stride 0 along every dimension of size 1 or whose values do not vary along it "
     "(an expanded view); read-only inputs only",
 }
@@ -122,7 +124,8 @@ def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...]
 
     A layout does not apply where it would equal the contiguous one (``padded_last`` and
     ``padded_outer`` on fewer than 2 dimensions; ``transposed`` on a tensor with at most one
-    dimension larger than 1; ``expanded`` with no constant dimension).
+    dimension larger than 1; ``strided`` on one with none; ``expanded`` with no constant
+    dimension).
 
     Raises:
         ValueError: an unknown layout name.
@@ -150,6 +153,10 @@ def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...]
             return None
         reversed_strides = contiguous_strides(tuple(reversed(shape)))
         strides, offset = tuple(reversed(reversed_strides)), 0
+    elif layout == "strided":
+        if not any(size > 1 for size in shape):
+            return None
+        strides, offset = tuple(2 * st for st in contiguous_strides(tuple(2 * s for s in shape))), 0
     elif layout == "expanded":
         if not stride0_dims:
             return None

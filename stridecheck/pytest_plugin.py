@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "layouts(*names, atol=0, rtol=0, isolate=False): the layouts (stridecheck.testing names: "
-        "padded_last, padded_outer, storage_offset, transposed, expanded) and tolerances the "
+        "padded_last, padded_outer, storage_offset, transposed, strided, expanded) and tolerances the "
         "layout_check fixture uses in this test",
     )
     config.stash[_UNSUPPORTED] = []

@@ -18,6 +18,7 @@ is called. The hypothesis strategy :func:`strided_tensors` is re-exported from
 from __future__ import annotations
 
 import inspect
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -34,7 +35,7 @@ __all__ = [
 
 # Copies of stridecheck._layouts' names, kept here so that reading them imports no torch.
 DEFAULT_LAYOUTS = ("padded_last", "padded_outer", "storage_offset")
-EXTRA_LAYOUTS = ("transposed", "expanded")
+EXTRA_LAYOUTS = ("transposed", "strided", "expanded")
 ALL_LAYOUTS = DEFAULT_LAYOUTS + EXTRA_LAYOUTS
 
 
@@ -369,7 +370,7 @@ def _contract_layouts(fn, argument: str) -> tuple[str, ...]:
         return ()
     extra = []
     if getattr(r, "inner_stride", 1) is None:
-        extra.append("transposed")
+        extra += ["transposed", "strided"]
     if not getattr(r, "writes", True):
         extra.append("expanded")
     return tuple(extra)
@@ -401,7 +402,11 @@ def _run_isolated(call, baseline, target, layout, stride0, method: str) -> Varia
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_variant_in_child, args=(send, call, baseline, target, layout, stride0))
     try:
-        proc.start()
+        with warnings.catch_warnings():
+            # Python 3.12 warns on fork() from a threaded process (torch's pools); torch resets
+            # its pools in a forked child, which runs one variant and exits.
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+            proc.start()
     except Exception as err:  # noqa: BLE001 - e.g. a function spawn cannot pickle
         raise TypeError(
             f"assert_layout_invariant(isolate={method!r}) could not start a process for "
@@ -456,10 +461,15 @@ def assert_layout_invariant(
     ``padded_last`` (each row padded by 3 elements), ``padded_outer`` (a view into a buffer
     larger along every dimension), ``storage_offset`` (3 elements in), and, on request or where
     ``fn``'s ``@stride_guard`` contract allows them for an argument (``inner_stride=None``; not
-    a written argument), ``transposed`` (dimensions stored in reverse order, inner stride != 1)
-    and ``expanded`` (stride 0 along size-1 or constant dimensions; only for arguments the
-    baseline left unchanged). A layout that would equal the contiguous one is skipped
-    (``not_applicable``).
+    a written argument), ``transposed`` (dimensions stored in reverse order, inner stride != 1),
+    ``strided`` (a ``[::2]`` slice along every dimension, inner stride 2) and ``expanded``
+    (stride 0 along size-1 or constant dimensions; only for arguments the baseline left
+    unchanged). A layout that would equal the contiguous one is skipped (``not_applicable``).
+    ``stridecheck._layouts.LAYOUT_DOCS`` describes each in a sentence.
+
+    The keywords ``layouts``, ``atol``, ``rtol`` and ``isolate`` are this function's; an
+    argument of ``fn`` with one of these names must be passed positionally (or bound with
+    ``functools.partial``).
 
     Args:
         fn: the function under test (a launcher, or ``kernel[grid]``); works on CPU tensors (the

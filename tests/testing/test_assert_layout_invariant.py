@@ -8,7 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from stridecheck.guard import StrideGuardError, Tensor, stride_guard
+from stridecheck._layouts import constant_dims, materialise
+from stridecheck.guard import Tensor, stride_guard
 from stridecheck.testing import DEFAULT_LAYOUTS, LayoutError, assert_layout_invariant
 
 # Kernels run compiled on a GPU where there is one, else on the CPU through the interpreter
@@ -180,12 +181,30 @@ def guarded_row_sums(x):
     return _row_sums(x)
 
 
-def test_a_contract_that_opts_out_of_unit_inner_stride_adds_transposed_and_expanded():
+def test_a_contract_that_opts_out_of_unit_inner_stride_adds_the_extra_layouts():
     x = torch.randn(1, 6).expand(4, 6).clone()
     report = assert_layout_invariant(guarded_row_sums, x, atol=1e-6, rtol=1e-6)
-    ran = {v.layout for v in report.variants}
-    assert {"transposed", "expanded"} <= ran
-    assert {v.layout for v in report.passed} == set(DEFAULT_LAYOUTS) | {"transposed", "expanded"}
+    assert {v.layout for v in report.passed} == set(DEFAULT_LAYOUTS) | {"transposed", "strided", "expanded"}
+    expanded = materialise(x, "expanded", constant_dims(x)).view
+    assert expanded.stride() == (0, 1)  # what the expanded run handed the guard, which accepted it
+
+
+@stride_guard(x="M N")
+def guarded_read_only(x):
+    return x.sum(dim=-1)
+
+
+def test_a_read_only_argument_of_a_contract_gets_the_expanded_layout():
+    x = torch.randn(1, 6).expand(4, 6).clone()
+    report = assert_layout_invariant(guarded_read_only, x, atol=1e-6, rtol=1e-6)
+    assert {v.layout for v in report.variants} == set(DEFAULT_LAYOUTS) | {"expanded"}
+    assert "expanded" in {v.layout for v in report.passed}
+
+
+def test_a_strided_argument_fails_a_kernel_that_assumes_unit_inner_stride():
+    with pytest.raises(LayoutError) as info:
+        assert_layout_invariant(scale_rows, torch.randn(4, 6, device=DEVICE), layouts="strided")
+    assert info.value.report.failing_pairs == [("x", "strided")]
 
 
 def test_without_a_contract_only_the_default_layouts_run():

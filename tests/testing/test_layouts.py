@@ -74,6 +74,8 @@ def _assert_not_applicable_only_where_documented(layout, shape):
         assert len(shape) < 2
     elif layout == "transposed":
         assert nontrivial < 2
+    elif layout == "strided":
+        assert nontrivial == 0
     elif layout == "expanded":
         pass  # no constant dimension: random values
     else:
@@ -92,6 +94,8 @@ def test_layouts_strides_and_offsets():
     assert materialise(t, "contiguous").start == guard_length(t.numel())
     tr = materialise(t, "transposed").view
     assert tr.stride() == (1, 2, 6) and tr.stride(-1) != 1
+    assert materialise(t, "strided").view.stride() == (96, 16, 2)
+    assert materialise(torch.arange(5.0), "strided").view.stride() == (2,)
     assert materialise(t, "expanded", constant_dims(t)) is None  # no constant dimension
 
 
@@ -127,7 +131,7 @@ def test_a_write_into_any_gap_element_is_reported_with_its_position(layout):
     assert all(math.isnan(before) and after == 1.5 for _, before, after in writes)
     assert "before the view's first element" in m.describe_position(first)
     assert "after the view's last element" in m.describe_position(last)
-    if layout in ("padded_last", "padded_outer"):
+    if layout in ("padded_last", "padded_outer", "strided"):
         assert "in a gap inside the view" in m.describe_position(inner[0])
     else:
         assert inner == []  # dense layouts have no gap between their first and last element
