@@ -191,21 +191,42 @@ def decode_source(data: bytes, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[s
         )
     nul = data.find(b"\0")
     if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        column = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
-        raise BadInput("file contains a NUL byte (binary data?); not checked", line, column)
+        raise BadInput("file contains a NUL byte (binary data?); not checked", *_position(data, nul))
+    deep = _too_deep(data)
+    if deep is not None:
+        what, at = deep
+        raise BadInput(f"{what}: too deeply nested to parse safely; not checked", *_position(data, at))
     encoding = detect_encoding(data)
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise BadInput(
             f"not valid {encoding}: byte 0x{data[exc.start]:02x} cannot be decoded ({exc.reason}); not checked",
-            line,
-            column,
+            *_position(data, exc.start),
         ) from None
     return text, encoding
+
+
+# libcst's native parser overflows its stack (a segfault, not an exception) on very deep nesting:
+# measured crashing at 3,000 nested parentheses. CPython itself refuses more than 200 nested
+# brackets, so a run of 200 openers is invalid Python anyway; long runs of unary operators parse
+# in CPython up to its own limit, so those get a wider margin. Substring tests keep this check at
+# memchr speed on every file.
+_DEEP_RUNS = ((b"(", 200), (b"[", 200), (b"{", 200), (b"-", 1000), (b"+", 1000), (b"~", 1000))
+
+
+def _too_deep(data: bytes) -> tuple[str, int] | None:
+    """(what, byte offset) of the first run of openers or unary operators too long to parse."""
+    for char, n in _DEEP_RUNS:
+        at = data.find(char * n)
+        if at >= 0:
+            return f"{n} or more `{char.decode()}` in a row", at
+    return None
+
+
+def _position(data: bytes, at: int) -> tuple[int, int]:
+    at = max(at, 0)
+    return data.count(b"\n", 0, at) + 1, at - (data.rfind(b"\n", 0, at) + 1) + 1
 
 
 def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
@@ -268,16 +289,25 @@ def _build_all(tasks: list, jobs: int) -> list:
     results: list = [None] * len(tasks)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            flat = [r for rs in pool.map(_build_chunk, chunks) for r in rs]
-        for i, r in zip(order, flat):
-            results[i] = r
+            futures = [(k, pool.submit(_build_chunk, c)) for k, c in zip(range(0, len(order), chunk), chunks)]
+            for k, future in futures:
+                for i, r in zip(order[k : k + chunk], future.result()):
+                    results[i] = r
     except BrokenProcessPool:
-        # A worker died (out of memory, a crash in an extension): redo the rest here, one by one,
-        # so the file at fault is named as an internal error and the others are still checked.
+        # A worker died (out of memory, a native crash in the parser): redo each remaining file
+        # in a process of its own, so the file at fault is named and the others still checked.
         for i, t in enumerate(tasks):
             if results[i] is None:
-                results[i] = build_one(t)
+                results[i] = _isolated(t, context)
     return results
+
+
+def _isolated(task: tuple, context) -> tuple:
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            return pool.submit(build_one, task).result()
+    except BrokenProcessPool:
+        return ("internal", "the parser process died on this file (a crash in native code, or out of memory)")
 
 
 # --------------------------------------------------------------------------- the run
@@ -322,6 +352,9 @@ def lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
             text, encoding = decode_source(data, options.max_file_size)
         except BadInput as exc:
             bad(path, exc)
+            continue
+        except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
+            outcomes[path] = ("internal", f"reading the file failed: {type(exc).__name__}: {exc}")
             continue
         encodings[path] = encoding
         module = module_name(path, packages)

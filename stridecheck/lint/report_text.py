@@ -15,6 +15,7 @@ from typing import TextIO
 from stridecheck.lint import catalogue
 from stridecheck.lint.model import Finding
 
+MAX_SHOWN = 160  # characters of a source line shown in an excerpt
 _SEVERITY_COLOUR = {"error": "31", "warning": "33", "info": "36"}
 
 
@@ -54,6 +55,14 @@ def excerpt(f: Finding, lines: list[str], paint: _Paint | None = None) -> list[s
     end = f.span.end_column - 1 if f.span.end_line == n else len(text.rstrip())
     end = max(end, start + 1)
     more = f" {paint('...', '34')}" if f.span.end_line > n else ""
+    if len(text) > MAX_SHOWN:
+        # A generated or minified line: show a window around the span, marked at its cut ends.
+        left = max(0, min(start - 20, len(text) - MAX_SHOWN))
+        right = left + MAX_SHOWN
+        shown = ("..." if left else "") + text[left:right] + ("..." if right < len(text) else "")
+        shift = left - (3 if left else 0)
+        start, end = start - shift, min(end, right) - shift
+        text = shown
     return [
         f"{' ' * width} {bar}",
         f"{paint(str(n), '34')} {bar} {text}",

@@ -89,3 +89,13 @@ def test_many_bad_inputs_in_one_run_each_reported(tmp_path, cli):
     run, findings = _lint_json(cli, tmp_path, ".")
     assert sorted((f["path"], f["code"]) for f in findings) == [("a.py", "SC000"), ("b.py", "SC000"), ("c.py", "SC000")]
     assert run.code == 1
+
+
+@pytest.mark.parametrize("body", ["x = " + "(" * 3000 + "1" + ")" * 3000, "x = " + "-" * 20000 + "1"])
+def test_nesting_that_crashes_the_native_parser_is_sc000(tmp_path, cli, body):
+    # libcst's parser dies with a segfault on these (measured); the linter must report, not die.
+    write(tmp_path / "deep.py", "import triton\n" + body + "\n")
+    write(tmp_path / "ok.py", KERNEL_OK)
+    run, findings = _lint_json(cli, tmp_path, ".")
+    assert [(f["path"], f["code"], f["line"]) for f in findings] == [("deep.py", "SC000", 2)]
+    assert "nested" in findings[0]["message"] and run.code == 1
