@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from tests.conftest import CASES  # noqa: F401 - the shared bug reproductions, for the tests here
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -26,9 +27,3 @@ def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
 '''
-
-ROOT_ENV = os.geteuid() == 0 if hasattr(os, "geteuid") else False
-
-REPO = Path(__file__).resolve().parents[2]
-# The bug reproductions shared by the project (the same rule as tests/conftest.py's CASES).
-CASES = Path(os.environ.get("STRIDECHECK_CASES", REPO.parent / "shared" / "cases"))
