@@ -17,6 +17,7 @@ is called. The hypothesis strategy :func:`strided_tensors` is re-exported from
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 from dataclasses import dataclass, field
@@ -222,6 +223,13 @@ def _outputs(result) -> list:
     def walk(obj, path):
         if _is_tensor(obj):
             flat.append((path, obj.detach().clone()))
+        elif type(obj).__module__ == "numpy" and hasattr(obj, "shape"):
+            import torch
+
+            flat.append((path, torch.from_numpy(obj.copy()) if obj.shape else torch.tensor(obj.item())))
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                walk(getattr(obj, f.name), f"{path}.{f.name}")
         elif isinstance(obj, (list, tuple)):
             for i, item in enumerate(obj):
                 walk(item, f"{path}[{i}]")
@@ -448,9 +456,14 @@ def assert_layout_invariant(
        anywhere in the arguments, also inside lists, tuples and dicts). The caller's tensors are
        only read, never passed to ``fn``, so they are never modified — also not by a function
        that writes its arguments. Aliasing between arguments is not kept: each gets its own copy.
+       Copies are detached (no autograd history); tensors inside other objects (a dataclass
+       argument, say) are passed through as they are, not re-laid out.
     2. For each tensor argument and each layout, ``fn`` is called again with that argument
        re-materialised in the layout (the same logical values) and every other tensor argument a
        fresh contiguous copy.
+
+    Return values are compared through lists, tuples, dicts and dataclasses, tensors and numpy
+    arrays element by element, other objects with ``==``.
 
     Every copy, baseline included, lives in a buffer whose gaps and guard zones hold poison
     (NaN for floating and complex dtypes, the minimum of signed and the maximum of unsigned

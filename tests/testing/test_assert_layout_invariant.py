@@ -352,3 +352,22 @@ def test_isolated_runs_report_the_same_findings_as_in_process_runs():
 def test_isolate_spawn_runs_an_importable_function_in_a_fresh_interpreter():
     report = assert_layout_invariant(torch.neg, torch.randn(3, 4), isolate="spawn")
     assert len(report.passed) == 3
+
+
+def test_outputs_inside_dataclasses_and_numpy_arrays_are_compared_element_by_element():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Stats:
+        rows: torch.Tensor
+        first: object
+
+    def stats(x):
+        return Stats(rows=_read_rows_by_width(x), first=x[:, 0].numpy().copy())
+
+    report = assert_layout_invariant(
+        lambda x: Stats(rows=x.sum(-1), first=x[:, 0].numpy().copy()), torch.randn(3, 4), atol=1e-6, rtol=1e-6
+    )
+    assert len(report.passed) == 3
+    with pytest.raises(LayoutError, match=r"return value\.rows differs at \[1, 0\]"):
+        assert_layout_invariant(stats, torch.randn(3, 4), layouts="padded_last")
