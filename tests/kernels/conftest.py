@@ -1,0 +1,39 @@
+"""Kernel tests run on CUDA where it exists, else on the CPU through TRITON_INTERPRET=1
+(set by tests/conftest.py). The same test bodies serve both; sizes are kept small for the
+interpreter, which runs each program instance in Python."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+HAS_CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if HAS_CUDA else "cpu"
+
+
+@pytest.fixture
+def device():
+    return torch.device(DEVICE)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Force several blocks and several programs per row at the tests' small vocabularies, so the
+    loop, the masked tail block and the one-launch cross-program merge are all exercised."""
+    import importlib
+
+    # `guarded_kernels.resample` the attribute is the function; the module is in sys.modules.
+    resample_mod = importlib.import_module("guarded_kernels.resample")
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+
+    def config(block, splits):
+        def launch_config(num_rows, vocab_size, *args, **kwargs):
+            return block, 4, splits
+
+        return launch_config
+
+    def apply(block=32, splits=3):
+        monkeypatch.setattr(sample_mod, "launch_config", config(block, splits))
+        monkeypatch.setattr(resample_mod, "launch_config", config(block, splits))
+
+    return apply

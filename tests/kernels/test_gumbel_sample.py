@@ -1,0 +1,236 @@
+"""guarded_kernels.gumbel_sample: the logits cache, the distribution, and the edge cases."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from guarded_kernels import gumbel_sample
+from stridecheck import StrideGuardError
+from stridecheck.testing import assert_layout_invariant
+from tests.kernels.chisquare import chi2_pvalue
+
+# Fixed seeds make each statistical verdict deterministic. alpha = 1e-6: a correct sampler with
+# another hash would fail one such test with probability 1e-6, while the faults they exist for
+# (a wrong temperature, a shifted token id, a biased or truncated uniform) push the statistic
+# many orders of magnitude past the threshold at these sample sizes.
+ALPHA = 1e-6
+
+
+def _inputs(device, T, V, dtype=torch.float32, temperature=1.0, seed0=0):
+    g = torch.Generator().manual_seed(seed0)
+    logits = (torch.randn(T, V, generator=g) * 3).to(dtype).to(device)
+    idx = torch.arange(T, dtype=torch.int32, device=device)
+    temp = torch.full((T,), temperature, dtype=torch.float32, device=device)
+    seed = torch.arange(T, dtype=torch.int64, device=device) * 1000 + 17
+    pos = torch.arange(T, dtype=torch.int64, device=device) + 5
+    return logits, idx, temp, seed, pos
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("per_row_col", [False, True])
+def test_cache_is_bit_exact_and_touches_nothing_else(device, dtype, per_row_col, small_blocks):
+    small_blocks(block=32, splits=3)
+    T, V, R, S = 5, 77, 7, 3
+    logits, idx, temp, seed, pos = _inputs(device, T, V, dtype)
+    temp = torch.ones(R, device=device)
+    seed = torch.arange(R, device=device) + 3
+    logits[1, 3] = float("inf")
+    logits[2, 4] = float("-inf")
+    idx = torch.tensor([4, 0, 6, 2, 5], dtype=torch.int64, device=device)
+    cache = torch.zeros(R, S, V + 5, dtype=dtype, device=device)
+    col = torch.tensor([2, 0, 1, 2, 1], device=device) if per_row_col else torch.tensor(1, device=device)
+    gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+    expected = torch.zeros_like(cache)
+    cols = col.expand(T) if not per_row_col else col
+    for t in range(T):
+        expected[idx[t], cols[t], :V] = logits[t]
+    # Bit-exact: compare the raw bits, not the values (inf, -inf, signed zeros).
+    assert torch.equal(cache.view(torch.int16 if dtype != torch.float32 else torch.int32),
+                       expected.view(torch.int16 if dtype != torch.float32 else torch.int32))
+
+
+def test_cache_source_and_float32_cache_of_bf16(device):
+    T, V = 3, 50
+    logits, idx, temp, seed, pos = _inputs(device, T, V, torch.bfloat16)
+    source = torch.randn(T, V, device=device).to(torch.bfloat16)
+    cache = torch.zeros(T, 2, V, dtype=torch.float32, device=device)
+    gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(0, device=device),
+                  logits_cache_source=source)
+    assert torch.equal(cache[:, 0], source.float())
+    assert torch.count_nonzero(cache[:, 1]) == 0
+
+
+def test_steps_stay_separate_when_the_cache_is_one_column_wider(device, small_blocks):
+    # The founding bug: a cache row one column wider than the logits, written step by step.
+    small_blocks(block=16, splits=2)
+    T, V, S = 4, 40, 4
+    cache = torch.zeros(T, S, V + 1, device=device)
+    steps = []
+    for s in range(S):
+        logits, idx, temp, seed, pos = _inputs(device, T, V, seed0=s)
+        steps.append(logits)
+        gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(s, device=device))
+    for s in range(S):
+        assert torch.equal(cache[:, s, :V], steps[s]), f"step {s} landed shifted"
+    assert torch.count_nonzero(cache[:, :, V]) == 0
+
+
+def test_a_cache_one_column_narrower_is_refused(device):
+    T, V = 2, 31
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    cache = torch.zeros(T, 2, V - 1, device=device)
+    with pytest.raises(StrideGuardError) as err:
+        gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(0, device=device))
+    assert str(V) in str(err.value) and str(V - 1) in str(err.value)
+    assert torch.count_nonzero(cache) == 0
+
+
+def test_lossy_cache_dtype_and_missing_column_are_refused(device):
+    logits, idx, temp, seed, pos = _inputs(device, 2, 8)
+    with pytest.raises(ValueError, match="exact"):
+        gumbel_sample(logits, idx, temp, seed, pos, logits_cache=torch.zeros(2, 1, 8, dtype=torch.bfloat16, device=device),
+                      logits_cache_col=torch.tensor(0, device=device))
+    with pytest.raises(ValueError, match="logits_cache_col"):
+        gumbel_sample(logits, idx, temp, seed, pos, logits_cache=torch.zeros(2, 1, 8, device=device))
+
+
+def _draws(device, logits_row, n, temperature=1.0, is_drafting=False, seed=3, dtype=torch.float32):
+    V = logits_row.numel()
+    logits = logits_row.to(dtype).to(device).expand(n, V)  # row stride 0: one row, n draws
+    idx = torch.zeros(n, dtype=torch.int64, device=device)
+    temp = torch.tensor([temperature], device=device)
+    seeds = torch.tensor([seed], device=device)
+    pos = torch.arange(n, device=device)
+    return gumbel_sample(logits, idx, temp, seeds, pos, is_drafting=is_drafting)
+
+
+def test_distribution_matches_softmax_and_has_power(device, small_blocks):
+    # One program per row keeps the interpreter's per-program cost down; the split path is
+    # covered by the determinism test (same tokens with and without splits).
+    small_blocks(block=16, splits=1)
+    logits = torch.tensor([0.0, 1.0, 2.0, -1.0, 0.5, 1.5, -3.0, 0.25])
+    temperature = 0.6
+    n = 800 if device.type == "cpu" else 200_000
+    out = _draws(device, logits, n, temperature).cpu()
+    assert out.min() >= 0 and out.max() < logits.numel()
+    counts = np.bincount(out.numpy(), minlength=logits.numel())
+    probs = torch.softmax(logits.double() / temperature, -1).numpy()
+    stat, p, dof = chi2_pvalue(counts, probs)
+    assert p > ALPHA, (stat, dof, p)
+    # Power: the same draws judged against softmax at temperature 1 (the temperature ignored) fail.
+    _, p_wrong, _ = chi2_pvalue(counts, torch.softmax(logits.double(), -1).numpy())
+    assert p_wrong < ALPHA, p_wrong
+
+
+def test_greedy_is_exact_argmax_with_lowest_index_on_ties(device, small_blocks):
+    small_blocks(block=16, splits=3)
+    T, V = 6, 70
+    logits, idx, temp, seed, pos = _inputs(device, T, V, temperature=0.0)
+    logits[0, 10] = logits[0, 50] = logits[0].max() + 1  # tie across programs: 10 wins
+    logits[1, 33] = logits[1, 34] = logits[1].max() + 1  # tie inside a block
+    logits[2] = 0.0  # all tied: 0
+    out = gumbel_sample(logits, idx, temp, seed, pos)
+    assert torch.equal(out, logits.argmax(-1))
+    assert out[0].item() == 10 and out[1].item() == 33 and out[2].item() == 0
+    for dtype in (torch.bfloat16, torch.float16):
+        lo = logits.to(dtype)
+        assert torch.equal(gumbel_sample(lo, idx, temp, seed, pos), lo.argmax(-1))
+
+
+def test_deterministic_and_independent_of_batch_and_block(device, small_blocks):
+    T, V = 6, 90
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    small_blocks(block=16, splits=3)
+    a = gumbel_sample(logits, idx, temp, seed, pos)
+    assert torch.equal(a, gumbel_sample(logits, idx, temp, seed, pos))
+    small_blocks(block=64, splits=1)
+    b = gumbel_sample(logits, idx, temp, seed, pos)
+    assert torch.equal(a, b)
+    # Rows 2..4 alone, in another order, with other request-state slots: the same tokens.
+    perm = torch.tensor([4, 2, 3], device=device)
+    R2 = 9
+    temp2 = torch.ones(R2, device=device)
+    seed2 = torch.zeros(R2, dtype=torch.int64, device=device)
+    slots = torch.tensor([8, 1, 5], device=device)
+    seed2[slots] = seed[perm]
+    c = gumbel_sample(logits[perm], slots, temp2, seed2, pos[perm])
+    assert torch.equal(c, a[perm])
+    # float64 noise and reduction draw the same tokens here (no near-ties at these sizes).
+    assert torch.equal(gumbel_sample(logits, idx, temp, seed, pos, use_fp64=True), a)
+
+
+def test_drafting_uses_a_separate_stream(device):
+    logits = torch.zeros(40)
+    n = 200
+    verify = _draws(device, logits, n)
+    draft = _draws(device, logits, n, is_drafting=True)
+    # Uniform over 40 tokens: independent streams agree on about n / 40 = 5 draws (Poisson);
+    # 20 or more has probability below 1e-6. One shared stream would agree on all 200.
+    agree = (verify == draft).sum().item()
+    assert agree < 20, agree
+    assert torch.equal(draft, _draws(device, logits, n, is_drafting=True))
+
+
+def test_nan_and_minus_inf_rows_and_padding(device, small_blocks):
+    small_blocks(block=16, splits=3)
+    T, V = 5, 45
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    logits[0] = float("nan")
+    logits[1] = float("-inf")
+    logits[2, :40] = float("nan")  # only the last 5 are numbers
+    idx[3] = -1  # padding
+    cache = torch.zeros(T, 1, V, device=device)
+    out = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(0, device=device))
+    assert ((out >= 0) & (out < V)).all()
+    assert out[0].item() == 0 and out[1].item() == 0
+    assert 40 <= out[2].item() < V
+    assert out[3].item() == 0
+    assert torch.count_nonzero(cache[3]) == 0  # padding rows write nothing
+
+
+@pytest.mark.parametrize("V", [1, 2, 33, 100])
+def test_vocabulary_sizes_not_a_multiple_of_the_block(device, V, small_blocks):
+    small_blocks(block=16, splits=3)
+    T = 3
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    out = gumbel_sample(logits, idx, temp, seed, pos)
+    assert ((out >= 0) & (out < V)).all()
+    small_blocks(block=128, splits=1)
+    assert torch.equal(out, gumbel_sample(logits, idx, temp, seed, pos))
+    greedy = gumbel_sample(logits, idx, temp * 0, seed, pos)
+    assert torch.equal(greedy, logits.argmax(-1))
+
+
+def test_last_block_is_masked(device, small_blocks):
+    # The winner sits in the masked tail of the last block; columns beyond V are never drawn.
+    small_blocks(block=16, splits=2)
+    V = 35
+    logits = torch.full((3, V), -30.0)
+    logits[:, V - 1] = 30.0
+    out = _draws(device, logits[0], 12)
+    assert (out == V - 1).all()
+
+
+def test_layouts_do_not_change_tokens_or_cache(device):
+    T, V = 3, 40
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    cache = torch.zeros(T, 2, V + 1, device=device)
+    report = assert_layout_invariant(
+        gumbel_sample, logits, idx, temp, seed, pos, logits_cache=cache,
+        logits_cache_col=torch.tensor([1, 0, 1], device=device),
+    )
+    assert report is not None
+
+
+def test_guard_refuses_bad_layouts(device):
+    T, V = 2, 16
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    with pytest.raises(StrideGuardError):
+        gumbel_sample(logits.t().contiguous().t(), idx, temp, seed, pos)  # inner stride != 1
+    cache = torch.zeros(1, 1, V, device=device).expand(T, 2, V)  # stride-0: a write race
+    with pytest.raises(StrideGuardError):
+        gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(0, device=device))
+    with pytest.raises(StrideGuardError):
+        gumbel_sample(logits, idx, temp, seed, pos[:1])  # T mismatch
