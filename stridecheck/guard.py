@@ -216,6 +216,9 @@ def _wrap(obj, specs: dict, writes, mode: str):
     functools.update_wrapper(wrapper, obj)
     wrapper.__stride_contract__ = contract
     wrapper.__stride_guard_source__ = src
+    from stridecheck._guard_compile import provide_traced
+
+    provide_traced(wrapper, contract, reporter)
     return wrapper
 
 

@@ -95,12 +95,12 @@ def test_torch_compile_traces_a_guarded_function(dynamic):
         cache = torch.ones(2, 2, v + 1)
         got = compiled(logits, pos, cache, logits.stride(0), v)
         torch.testing.assert_close(got, _compiled_body(logits, pos, cache, logits.stride(0), v))
-    # The guard still refuses inside the compiled region; under fullgraph the error surfaces as
-    # dynamo's wrapper whose cause carries our message.
+    # The guard still refuses inside the compiled region, while tracing; under fullgraph the
+    # error surfaces as dynamo's wrapper whose text or cause carries our message.
     with pytest.raises(Exception) as info:
         compiled(logits, pos, torch.ones(2, 2, v - 1), logits.stride(0), v)
     chain = f"{info.value} {info.value.__cause__!r}"
-    assert "cache dim 2 is 12 but must be >= V = 13" in chain
+    assert "_compiled_body: cache dim 2 must be >= V; it would be truncated" in chain
 
 
 def test_torch_compile_without_fullgraph_raises_our_error():
@@ -109,3 +109,34 @@ def test_torch_compile_without_fullgraph_raises_our_error():
     logits = torch.randn(3, 8)
     with pytest.raises(StrideGuardError, match="cache dim 2 is 7 but must be >= V = 8"):
         compiled(logits, torch.zeros(3), torch.ones(2, 2, 7), 8, 8)
+
+
+def test_torch_compile_with_data_dependent_sizes():
+    # Sizes from nonzero() are unbacked: a Python bool of them stops tracing. The guard hands
+    # dynamo a stand-in that checks through torch._check instead.
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True
+    try:
+
+        @stride_guard(idx="N 1", w=Tensor("N", writes=True), cache=Tensor("R >=N"), ws=stride("w", 0))
+        def f(idx, w, cache=None, ws=None):
+            return idx.sum() + w.sum()
+
+        assert "torch._check" not in f.__stride_guard_source__
+        assert "_sg_expect(" in f.__stride_guard_traced_source__
+
+        def outer(m, extra):
+            idx = m.nonzero()
+            w = torch.ones(idx.shape[0] + extra)
+            return f(idx, w, torch.zeros(2, 3), w.stride(0))
+
+        torch._dynamo.reset()
+        compiled = torch.compile(outer, fullgraph=True, backend="eager")
+        assert compiled(torch.tensor([1, 0, 1, 1]), 0).item() == 3 + 2 + 3  # idx sum + w sum
+        # w one longer than idx: refused while tracing (N bound by idx, w dim 0 = N + 1).
+        with pytest.raises(Exception, match="must equal N"):
+            compiled(torch.tensor([1, 0, 1, 1]), 1)
+        # cache only 3 wide but N = 4 rows: a runtime assertion of the compiled graph.
+        with pytest.raises(RuntimeError):
+            compiled(torch.tensor([1, 1, 1, 1]), 0)
+    finally:
+        torch._dynamo.config.capture_dynamic_output_shape_ops = False
