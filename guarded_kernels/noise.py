@@ -78,7 +78,13 @@ def interpreting() -> bool:
 
 
 def use_fast_log(device) -> bool:
-    """Whether a launch on ``device`` (a ``torch.device``) may use ``lg2.approx.f32``."""
+    """Whether a launch on ``device`` (a ``torch.device``) uses ``lg2.approx.f32``.
+
+    ``GUARDED_KERNELS_ACCURATE_LOG=1`` (read per call) selects the accurate logarithm on the GPU
+    too; the GPU tests and benchmarks compare both paths.
+    """
+    if os.environ.get("GUARDED_KERNELS_ACCURATE_LOG", "0") not in ("", "0"):
+        return False
     return device.type == "cuda" and not interpreting()
 
 

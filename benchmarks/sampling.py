@@ -1,0 +1,262 @@
+"""Sampling throughput on a CUDA device against the memory-bandwidth floor (issues 5 and 6).
+
+One run measures, at T in {1, 8, 64, 256, 1024}, V in {32000, 151936, 262144}, float32 and
+bfloat16: ``guarded_kernels.gumbel_sample``, ``guarded_kernels.resample`` (T requests, each with
+one rejected draft: the residual path, which reads a target and a draft row), a torch eager
+Gumbel-max and ``torch.multinomial(softmax)``. Times are medians, in microseconds, of CUDA-graph
+replays (``us_graph``, per call, inputs rotated over several buffers so that repeated calls do not
+read from L2) and of eager calls (``us_eager``, the guard's host cost included). The floor is the
+bytes each must move at least (the logits read once; for resample a target and a draft row per
+request) over the measured device-to-device copy bandwidth (bytes read plus written per second).
+
+Usage: ``PYTHONPATH=. python benchmarks/sampling.py --out DIR [--quick] [--variants]``.
+Writes ``DIR/sampling.json`` and ``DIR/sampling.md``; ``--variants`` also sweeps the kernels'
+launch configurations (block, warps) at the large sizes and writes ``DIR/variants.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from guarded_kernels import gumbel_sample, resample  # noqa: E402
+
+sample_mod = importlib.import_module("guarded_kernels.sample")
+resample_mod = importlib.import_module("guarded_kernels.resample")
+
+TS = (1, 8, 64, 256, 1024)
+VS = (32000, 151936, 262144)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def copy_bandwidth() -> float:
+    """Device-to-device copy bandwidth, bytes read plus written per second (median of 20)."""
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    a.random_(0, 255)
+    for _ in range(3):
+        b.copy_(a)
+    times = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        b.copy_(a)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e-3)
+    return 2 * n / statistics.median(times)
+
+
+def _graph_us(fn_list, replays: int = 20) -> float:
+    """Median per-call time of a CUDA graph holding one call per element of ``fn_list``."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for fn in fn_list:
+            fn()  # warm-up: compile, allocate the scratch outside capture
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for fn in fn_list:
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        graph.replay()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3 / len(fn_list))
+    del graph
+    return statistics.median(times)
+
+
+def _eager_us(fn_list, reps: int = 30) -> float:
+    for fn in fn_list:
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(reps):
+        fn = fn_list[i % len(fn_list)]
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(times)
+
+
+def _buffers(T: int, V: int, elt: int, per_call_rows: int) -> int:
+    # Rotate over enough input sets that together they exceed the L2 (60 MB) several times.
+    one = per_call_rows * V * elt
+    return max(2, min(16, -(-200_000_000 // max(one, 1))))
+
+
+def _sample_calls(impl: str, T: int, V: int, dtype: torch.dtype):
+    elt = torch.tensor([], dtype=dtype).element_size()
+    nbuf = _buffers(T, V, elt, T * (2 if impl == "guarded_kernels.resample" else 1))
+    gen = torch.Generator(device="cuda").manual_seed(T * 7 + V)
+    temp = torch.full((T,), 0.9, device="cuda")
+    seed = torch.arange(T, dtype=torch.int64, device="cuda") + 1
+    idx = torch.arange(T, dtype=torch.int32, device="cuda")
+    calls = []
+    for b in range(nbuf):
+        if impl == "guarded_kernels.resample":
+            target = (torch.randn(2 * T, V, device="cuda", generator=gen) * 2).to(dtype)
+            draft = (torch.randn(T, 1, V, device="cuda", generator=gen) * 2).to(dtype)
+            cu = torch.arange(0, 2 * T + 1, 2, device="cuda")
+            acc = torch.zeros(T, dtype=torch.int64, device="cuda")
+            tokens = torch.zeros(T, 1, dtype=torch.int64, device="cuda")
+            pos = torch.arange(2 * T, device="cuda") + b
+
+            def call(target=target, draft=draft, tokens=tokens, acc=acc, cu=cu, pos=pos):
+                return resample(target, draft, tokens, acc, cu, idx, temp, seed, pos)
+
+            bytes_moved = 2 * T * V * elt
+        else:
+            logits = (torch.randn(T, V, device="cuda", generator=gen) * 2).to(dtype)
+            pos = torch.arange(T, device="cuda") + b
+            if impl == "guarded_kernels.gumbel_sample":
+
+                def call(logits=logits, pos=pos):
+                    return gumbel_sample(logits, idx, temp, seed, pos)
+
+            elif impl == "torch_gumbel":
+
+                def call(logits=logits):
+                    x = logits.float() / temp[:, None]
+                    return (x - torch.empty_like(x).exponential_().log_()).argmax(-1)
+
+            else:
+
+                def call(logits=logits):
+                    return torch.multinomial(torch.softmax(logits.float() / temp[:, None], -1), 1)
+
+            bytes_moved = T * V * elt
+        calls.append(call)
+    return calls, bytes_moved
+
+
+IMPLS = ("guarded_kernels.gumbel_sample", "guarded_kernels.resample", "torch_gumbel", "torch_multinomial")
+
+
+def run_table(bw: float, ts, vs, impls) -> list[dict]:
+    rows = []
+    for dname, dtype in DTYPES.items():
+        for V in vs:
+            for T in ts:
+                for impl in impls:
+                    calls, nbytes = _sample_calls(impl, T, V, dtype)
+                    floor_us = nbytes / bw * 1e6
+                    try:
+                        g = _graph_us(calls)
+                    except Exception as exc:  # torch.multinomial may refuse capture
+                        print(f"graph capture failed for {impl}: {type(exc).__name__}: {exc}")
+                        g = float("nan")
+                    e = _eager_us(calls)
+                    best = g if g == g else e
+                    row = dict(impl=impl, dtype=dname, T=T, V=V, us_graph=round(g, 2), us_eager=round(e, 2),
+                               frac_floor=round(floor_us / best, 4), floor_us=round(floor_us, 2))
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    del calls
+                    torch.cuda.empty_cache()
+    return rows
+
+
+def run_variants(bw: float) -> list[dict]:
+    """Sweep (BLOCK, num_warps) at the issue-6 sizes, and the accurate logarithm for comparison."""
+    out = []
+    for dname, dtype in DTYPES.items():
+        for T, V in ((1024, 262144), (256, 151936)):
+            for block in (1024, 2048, 4096, 8192):
+                for warps in (4, 8, 16):
+                    for accurate in (False, True) if (block, warps) == (2048, 8) else (False,):
+                        os.environ["GUARDED_KERNELS_ACCURATE_LOG"] = "1" if accurate else "0"
+                        orig = sample_mod.launch_config
+
+                        def cfg(num_rows, vocab_size, dt, device, use_fp64, block=block, warps=warps, orig=orig):
+                            return block, warps, orig(num_rows, vocab_size, dt, device, use_fp64)[2]
+
+                        sample_mod.launch_config = cfg
+                        try:
+                            calls, nbytes = _sample_calls("guarded_kernels.gumbel_sample", T, V, dtype)
+                            g = _graph_us(calls, replays=10)
+                        except Exception as exc:
+                            print(f"variant {block}/{warps} failed: {exc}")
+                            g = float("nan")
+                        finally:
+                            sample_mod.launch_config = orig
+                            os.environ["GUARDED_KERNELS_ACCURATE_LOG"] = "0"
+                        row = dict(dtype=dname, T=T, V=V, block=block, warps=warps, accurate_log=accurate,
+                                   us_graph=round(g, 2), frac_floor=round(nbytes / bw * 1e6 / g, 4))
+                        print(json.dumps(row), flush=True)
+                        out.append(row)
+    return out
+
+
+def write_md(path: Path, meta: dict, rows: list[dict]) -> None:
+    lines = [
+        "# Sampling throughput",
+        "",
+        f"{meta['device']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}. "
+        f"Copy bandwidth {meta['copy_bandwidth_GBps']:.0f} GB/s (read + write). "
+        "us_graph: median per call over CUDA-graph replays; us_eager: median eager call (guard included); "
+        "frac_floor: byte floor / us_graph.",
+        "",
+        "| impl | dtype | T | V | us_graph | us_eager | floor_us | frac_floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['impl']} | {r['dtype']} | {r['T']} | {r['V']} | {r['us_graph']} | {r['us_eager']} | "
+            f"{r['floor_us']} | {r['frac_floor']:.1%} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    ap.add_argument("--quick", action="store_true", help="T in {1, 1024}, V = 262144 only")
+    ap.add_argument("--variants", action="store_true")
+    ap.add_argument("--no-table", action="store_true")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    bw = copy_bandwidth()
+    meta = dict(
+        device=torch.cuda.get_device_name(),
+        torch=torch.__version__,
+        triton=triton.__version__,
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        copy_bandwidth_GBps=bw / 1e9,
+    )
+    print(json.dumps(meta), flush=True)
+    if args.variants:
+        variants = run_variants(bw)
+        (args.out / "variants.json").write_text(json.dumps(dict(meta, rows=variants), indent=1))
+    if not args.no_table:
+        ts, vs = ((1, 8, 1024), (262144,)) if args.quick else (TS, VS)
+        rows = run_table(bw, ts, vs, IMPLS)
+        (args.out / "sampling.json").write_text(json.dumps(dict(meta, rows=rows), indent=1))
+        write_md(args.out / "sampling.md", meta, rows)
+
+
+if __name__ == "__main__":
+    main()
