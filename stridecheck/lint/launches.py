@@ -38,6 +38,7 @@ Cost: one walk over the statements of the functions that hold a launch, nothing 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -212,6 +213,8 @@ class _Collector:
         self.is_package = is_package
         self.info = LaunchInfo()
         self._conflicting_aliases: set[str] = set()
+        self.source: str = ""
+        self.line_starts: list[int] | None = None
         self.hint_lines: list[int] | None = None  # lines holding `](` / `.run(`; None: look everywhere
 
     # -- spans and text
@@ -227,6 +230,12 @@ class _Collector:
         d = dotted(node) if isinstance(node, cst.BaseExpression) else None
         if d is not None:
             return d
+        sp = self.span(node)
+        if sp is not _NO_SPAN and self.line_starts is not None and not getattr(node, "lpar", None):
+            # Slicing the source is far cheaper than libcst's code generation.
+            a = self.line_starts[sp.line - 1] + sp.column - 1
+            b = self.line_starts[sp.end_line - 1] + sp.end_column - 1
+            return " ".join(self.source[a:b].split()) if sp.end_line > sp.line else self.source[a:b]
         return self.module.code_for_node(node).strip()
 
     # -- imports and module-level aliases
@@ -337,6 +346,10 @@ class _Collector:
     def function(self, fn: cst.FunctionDef, scan: bool) -> None:
         if not scan:
             return
+        for d in fn.decorators:
+            name = dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or ""
+            if name.split(".")[-1] in ("jit", "autotune", "heuristics"):
+                return  # a kernel: launches nothing
         if self.hint_lines is not None:
             sp = self.span(fn)
             if sp is not _NO_SPAN and not any(sp.line <= ln <= sp.end_line for ln in self.hint_lines):
@@ -351,6 +364,17 @@ class _Collector:
         self._guarded = guarded
         state = _State()
         self.block(_stmts(fn.body), state, scan)
+
+    def may_launch(self, node: cst.CSTNode) -> bool:
+        """Whether ``node``'s lines hold a ``](`` or ``.run(`` (a dictionary lookup on positions)."""
+        if self.hint_lines is None:
+            return True
+        sp = self.span(node)
+        if sp is _NO_SPAN:
+            return True
+        lines = self.hint_lines
+        i = bisect.bisect_left(lines, sp.line)
+        return i < len(lines) and lines[i] <= sp.end_line
 
     def _self_aliases(self, stmts) -> None:
         """``self.kernel = _kernel`` in a method without launches (``__init__``)."""
@@ -373,8 +397,9 @@ class _Collector:
                 if isinstance(stmt, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
                     return True
             elif isinstance(stmt, cst.SimpleStatementLine):
+                line_scan = scan and self.may_launch(stmt)
                 for small in stmt.body:
-                    self.small(small, state, scan)
+                    self.small(small, state, line_scan)
                     if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
                         return True
             elif isinstance(stmt, cst.If):
@@ -602,6 +627,11 @@ class _Collector:
             else_state = state.copy()
             self.assume(node.test, else_state, truth=False)
             b = self.tensor_facts(node.orelse, else_state)
+            # `torch.empty(...) if HAVE_BETA else None`: None reaches no address, the other arm decides.
+            if _is_none(node.orelse):
+                return a
+            if _is_none(node.body):
+                return b
             if a is not None and b is not None and a.contiguous and b.contiguous:
                 return _Tensor(contiguous=True, fresh=a.fresh and b.fresh, family=a.family or b.family)
             return None
@@ -742,16 +772,38 @@ class _Collector:
     # -- launches
 
     def find_launches(self, node: cst.CSTNode, state: _State) -> None:
+        """Every launch call inside one statement or expression (lambdas and defs excluded)."""
         stack = [node]
         while stack:
             n = stack.pop()
             if isinstance(n, cst.Call):
                 self.maybe_launch(n, state)
-            elif isinstance(n, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+                stack.append(n.func)
+                stack.extend(a.value for a in n.args)
+            elif isinstance(n, (cst.Name, cst.BaseNumber, cst.BaseString, cst.Lambda)):
                 continue
-            if isinstance(n, (cst.Name, cst.Integer, cst.SimpleString, cst.Float)):
-                continue
-            stack.extend(n.children)
+            elif isinstance(n, cst.Attribute):
+                stack.append(n.value)
+            elif isinstance(n, cst.Subscript):
+                stack.append(n.value)
+                stack.extend(e.slice.value for e in n.slice if isinstance(e.slice, cst.Index))
+            elif isinstance(n, (cst.Expr, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Await)):
+                v = n.expression if isinstance(n, cst.Await) else n.value
+                if v is not None:
+                    stack.append(v)
+            elif isinstance(n, (cst.BinaryOperation, cst.BooleanOperation)):
+                stack.extend((n.left, n.right))
+            elif isinstance(n, cst.UnaryOperation):
+                stack.append(n.expression)
+            elif isinstance(n, cst.Comparison):
+                stack.append(n.left)
+                stack.extend(c.comparator for c in n.comparisons)
+            elif isinstance(n, (cst.Tuple, cst.List, cst.Set)):
+                stack.extend(e.value for e in n.elements)
+            elif isinstance(n, cst.IfExp):
+                stack.extend((n.test, n.body, n.orelse))
+            elif isinstance(n, cst.Dict):
+                stack.extend(e.value for e in n.elements)
 
     def maybe_launch(self, call: cst.Call, state: _State) -> None:
         func = call.func
@@ -814,6 +866,10 @@ class _Collector:
         if isinstance(seq, (cst.Tuple, cst.List)):
             return [self.arg_origin(e.value, state) for e in seq.elements if isinstance(e, cst.Element)]
         return []
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _is_torch(fname: str) -> bool:
@@ -890,6 +946,8 @@ def collect(
     hints = [m.end() for m in _LAUNCH_HINT.finditer(source)]
     scan = bool(hints)
     if scan:
+        c.source = source
+        c.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
         c.hint_lines = sorted({source.count("\n", 0, end) + 1 for end in hints})
     c._fn, c._guarded = None, False
     c.functions(body, scan)
