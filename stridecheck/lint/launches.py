@@ -213,6 +213,8 @@ class _Collector:
         self.is_package = is_package
         self.info = LaunchInfo()
         self._conflicting_aliases: set[str] = set()
+        self._returns: list | None = None  # while summarising a function: facts of its returns
+        self.summaries: dict[str, _Tensor] = {}  # module function -> what every return of it is
         self.source: str = ""
         self.line_starts: list[int] | None = None
         self.hint_lines: list[int] | None = None  # lines holding `](` / `.run(`; None: look everywhere
@@ -332,6 +334,20 @@ class _Collector:
                 self.module_level(other)
 
     # -- functions
+
+    def summarise(self, body) -> None:
+        """Module functions every return of which is a fresh contiguous tensor (``alloc_output(x)``
+        returning ``x.new_empty(x.shape)`` or ``torch.empty_like(x, memory_format=...)``): a call of
+        one is an allocation. Only small functions, so that this stays cheap."""
+        for stmt in body:
+            if not isinstance(stmt, cst.FunctionDef) or len(stmt.body.body) > 12:
+                continue
+            self._returns = []
+            self._fn, self._guarded = stmt.name.value, False
+            exits = self.block(_stmts(stmt.body), _State(), False)
+            returns, self._returns = self._returns, None
+            if returns and exits and all(r is not None and r.fresh and r.contiguous for r in returns):
+                self.summaries[stmt.name.value] = _Tensor(contiguous=True, fresh=True)
 
     def functions(self, body, scan: bool) -> None:
         """Walk defs (top level, in classes, nested) and analyse those that may hold a launch."""
@@ -515,6 +531,8 @@ class _Collector:
             return
         if scan:
             self.find_launches(small, state)
+        if isinstance(small, cst.Return) and self._returns is not None:
+            self._returns.append(self.tensor_facts(small.value, state) if small.value is not None else None)
         if isinstance(small, cst.Assign):
             value = small.value
             for target in small.targets:
@@ -638,6 +656,8 @@ class _Collector:
         if not isinstance(node, cst.Call):
             return None
         fname = dotted(node.func) or ""
+        if fname in self.summaries:
+            return self.summaries[fname]
         last = fname.split(".")[-1]
         m = _method(node)
         fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
@@ -950,6 +970,8 @@ def collect(
         c.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
         c.hint_lines = sorted({source.count("\n", 0, end) + 1 for end in hints})
     c._fn, c._guarded = None, False
+    if scan and ("return" in source):
+        c.summarise(body)
     c.functions(body, scan)
     if scan:
         # Launches at module level (scripts, benchmarks).

@@ -26,6 +26,12 @@ _SHORT_STRIDE = re.compile(r"^s([a-z]+?)(\d+|[a-z])?$")
 _PID = re.compile(r"program_id\(\s*(?:axis\s*=\s*)?(\d)\s*\)")
 
 
+def stride_named(name: str) -> bool:
+    """Named as a stride: ``stride_x``, ``x_row_stride``, ``sx0`` (not merely used as one)."""
+    s = name.lower()
+    return "stride" in s or bool(_SHORT_STRIDE.match(s) and len(s) <= 4 and s[-1].isdigit())
+
+
 def pointer_base(name: str) -> str:
     """``x_ptr`` -> ``x``, ``X`` -> ``x``, ``in_ptr0`` -> ``in``, ``ptr_q`` -> ``q``."""
     s = name.lower()

@@ -289,3 +289,27 @@ def test_positional_after_unresolved_star_is_not_placed():
 def test_conditional_allocation_or_none_is_fresh():
     launch = _one("def f(x, flag):\n    db = torch.empty(3) if flag else None\n    _k[(1,)](db)\n")
     assert launch.args[0].fresh and launch.args[0].contiguous
+
+
+def test_module_function_returning_allocations_is_an_allocation():
+    info = _collect(
+        """
+        def alloc_output(x, contiguous=False):
+            if contiguous:
+                return x.new_empty(x.shape)
+            return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+        def maybe_view(x):
+            if x.ndim == 2:
+                return torch.empty(3)
+            return x[:, 1:]
+
+        def f(x):
+            dx = alloc_output(x)
+            dy = maybe_view(x)
+            _k[(1,)](dx, dy)
+        """
+    )
+    dx, dy = info.launches[0].args
+    assert dx.fresh and dx.contiguous
+    assert not dy.fresh and not dy.contiguous

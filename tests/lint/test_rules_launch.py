@@ -232,6 +232,37 @@ def test_sc004_silent_for_strides_zero_and_unknown_names(tmp_path):
         assert lint_tree(tmp_path, {"m.py": src}) == [], arg
 
 
+@pytest.mark.parametrize("prelude", ["pool = pool.contiguous()", "pool = torch.empty(8, 4, 16)"])
+def test_sc004_silent_when_the_strides_tensor_is_contiguous(tmp_path, prelude):
+    # A packed tensor's strides are the products of its inner sizes: the argument is exact.
+    src = GATHER_KERNEL + textwrap.dedent(
+        f'''
+
+        def gather(pool, slots):
+            {prelude}
+            n_slots, heads, dim = pool.shape
+            out = torch.empty(slots.numel(), heads, dim)
+            _gather_kernel[(slots.numel(),)](out, pool, heads * dim, slots, heads * dim, BLOCK=64)
+        '''
+    )
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+
+
+def test_sc004_only_for_parameters_named_as_strides(tmp_path):
+    # `IL` multiplies an index, so the kernel uses it as a step, but it is a size by name and by
+    # what the launch passes: stepping by it is an implicit-contiguity question, not SC004.
+    src = GATHER_KERNEL.replace("stride_pool_slot", "IL") + textwrap.dedent(
+        '''
+
+        def gather(pool, slots):
+            n_slots, heads, dim = pool.shape
+            out = torch.empty(slots.numel(), heads, dim)
+            _gather_kernel[(slots.numel(),)](out, pool, heads * dim, slots, heads * dim, BLOCK=64)
+        '''
+    )
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": src})] in ([], ["SC003"])
+
+
 def test_sc004_keyword_launch_across_modules_with_module_alias(tmp_path):
     ops = '''
     import torch

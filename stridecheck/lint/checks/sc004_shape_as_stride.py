@@ -7,7 +7,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.fixes import outer_dim, shape_fix, trailing_dims
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
-from stridecheck.lint.stride_pairs import bounds_of, pair_strides
+from stridecheck.lint.stride_pairs import bounds_of, pair_strides, stride_named
 
 _SHAPES = (OriginKind.SHAPE, OriginKind.NUMEL, OriginKind.PRODUCT)
 
@@ -57,16 +57,19 @@ def check(tree, options):
             if p is None or p.kind is not ParamKind.STRIDE:
                 continue
             what = _what(o)
-            if what is None:
+            if what is None or not stride_named(name):
+                continue  # a parameter only *used* as a stride and fed a size is a size (SC003's)
+            if pairs is None:
+                pairs = pair_strides(kernel)
+            pointer = pairs.get(name)
+            pointer_arg = bl.bound.get(pointer) if pointer else None
+            if pointer_arg is not None and pointer_arg.kind is OriginKind.TENSOR and pointer_arg.contiguous:
+                # The launcher made the tensor contiguous or allocated it: the packed stride is exact.
                 continue
             key = (bl.module.path, o.span)
             if key in reported:
                 continue
             reported.add(key)
-            if pairs is None:
-                pairs = pair_strides(kernel)
-            pointer = pairs.get(name)
-            pointer_arg = bl.bound.get(pointer) if pointer else None
             fix = shape_fix(o, pointer_arg, _expected_dim(kernel, name, pointer, pointer_arg, bl.bound))
             yield make_finding(
                 "SC004", bl.module.path, o.span, fix=fix,
