@@ -351,22 +351,97 @@ class DerivedReporter:
         raise StrideGuardError(violations[0].message) from None
 
 
-def generate_derived_check(pyfn, contract: DerivedContract, reporter: DerivedReporter):
-    """A function taking a launch's arguments that runs the derived contract on them."""
-    from stridecheck._guard_plan import _compile, _signature_text
+def _used_names(contract: DerivedContract) -> list[str]:
+    names = {p.name for p in contract.pointers}
+    for p in contract.pointers:
+        for a in p.accesses:
+            names.update(s for s, _ in a.stride_terms)
+            names.update(x for ps, _ in a.size_terms for x in ps)
+            if a.store_bound:
+                names.add(a.store_bound)
+    return sorted(names)
 
-    ns: dict = {"_sg_report": reporter}
+
+def _detector(contract: DerivedContract) -> list[str]:
+    """Straight-line code that flags (raises _sg_Flag) every launch :func:`check_derived` would
+    reject, and rarely a good one (then ``check_derived`` clears it). It reads each tensor's
+    shape and strides once and tests membership of stride values instead of assigning dims:
+
+    * a stride term's value must be among the strides left once the unit term took the last
+      dim (``v in strides[:-1]``), and the stride terms' values pairwise distinct: then the
+      matching of ``check_derived`` succeeds;
+    * a size term's product must be a stride too (not the last dim's, not one a stride term
+      took, and the tensor without size-1 dims, whose strides are arbitrary), whenever the
+      tensor has more dims than the other terms of the address (else there is no leftover dim);
+    * a tensor with unclaimed dims must be contiguous, and a masked store's bound must fit the
+      last dim; written tensors must not overlap; one device.
+    """
+    lines: list[str] = []
+    ind = "        "
+    multi = len(contract.pointers) > 1
+    if multi:
+        lines.append(ind + "_sg_dev = None")
+    for i, plan in enumerate(contract.pointers):
+        p = plan.name
+        s, t = f"_sg_s{i}", f"_sg_t{i}"
+        lines.append(ind + f"if {p} is not None and {p}.__class__ is not int:")
+        body = ind + "    "
+        lines.append(body + f"{s} = {p}.shape")
+        lines.append(body + f"{t} = {p}.stride()")
+        if multi:
+            lines.append(body + f"if _sg_dev is None: _sg_dev = {p}.device")
+            lines.append(body + f"elif {p}.device != _sg_dev: raise _sg_Flag")
+        if plan.written:
+            lines.append(body + f"if not {p}.is_contiguous() and _sg_overlaps({s}, {t}): raise _sg_Flag")
+        for acc in plan.accesses:
+            avail = f"{t}[:-1]" if acc.unit else t
+            claimed = (1 if acc.unit else 0) + len(acc.stride_terms) + len(acc.size_terms)
+            if acc.unit:
+                lines.append(body + f"if {s}[-1] > 1 and {t}[-1] != 1: raise _sg_Flag")
+            values = [v for v, _ in acc.stride_terms]
+            if values:
+                lines.append(body + f"_sg_a = {avail}")
+                for v in values:
+                    lines.append(body + f"if {v} not in _sg_a: raise _sg_Flag")
+                for a_i in range(len(values)):
+                    for b_i in range(a_i + 1, len(values)):
+                        lines.append(body + f"if {values[a_i]} == {values[b_i]}: raise _sg_Flag")
+            products = []
+            for params, _ in acc.size_terms:
+                prod = " * ".join(params)
+                products.append(f"({prod})")
+                taken = "".join(f" or ({prod}) == {v}" for v in values)
+                # A size-1 dim may carry any stride, so `in` could find the product there.
+                lines.append(
+                    body + f"if len({s}) > {claimed - len(acc.size_terms)} and (({prod}) not in {avail}{taken} "
+                    f"or 1 in {s}): raise _sg_Flag"
+                )
+            for a_i in range(len(products)):
+                for b_i in range(a_i + 1, len(products)):
+                    lines.append(body + f"if {products[a_i]} == {products[b_i]}: raise _sg_Flag")
+            if acc.unit and (acc.stride_terms or acc.size_terms):
+                lines.append(body + f"if len({s}) > {claimed} and not {p}.is_contiguous(): raise _sg_Flag")
+                if acc.store_bound:
+                    lines.append(body + f"if len({s}) >= 2 and {acc.store_bound} > {s}[-1]: raise _sg_Flag")
+    return lines
+
+
+def generate_derived_check(pyfn, contract: DerivedContract, reporter: DerivedReporter):
+    """A function taking a launch's arguments that checks them against the derived contract:
+    the fast detector, and ``check_derived`` (through ``reporter``) on a flag."""
+    from stridecheck._guard_plan import _compile, _Flag, _signature_text
+
+    ns: dict = {"_sg_report": reporter, "_sg_Flag": _Flag, "_sg_overlaps": overlaps}
     params, _ = _signature_text(inspect.signature(pyfn), ns, kernel=True)
-    used = sorted({p.name for p in contract.pointers} | {
-        q
-        for p in contract.pointers
-        for a in p.accesses
-        for q in ([s for s, _ in a.stride_terms] + [x for ps, _ in a.size_terms for x in ps] + ([a.store_bound] if a.store_bound else []))
-    })
+    body = _detector(contract) or ["        pass"]
+    values = "{" + ", ".join(f"{n!r}: {n}" for n in _used_names(contract)) + "}"
     src = "\n".join(
         [
             f"def _sg_check({params}):",
-            "    _sg_report({" + ", ".join(f"{n!r}: {n}" for n in used) + "})",
+            "    try:",
+            *body,
+            "    except Exception:",
+            f"        _sg_report({values})",
             "",
         ]
     )

@@ -107,3 +107,50 @@ def test_overlap_test_is_sufficient(dims):
 @given(strided_tensors(st.lists(st.integers(0, 4), max_size=4).map(tuple)))
 def test_overlap_test_is_exact_on_valid_layouts(x):
     assert not overlaps(tuple(x.shape), x.stride())
+
+
+# ----------------------------------------------------------------------------- derived contracts
+
+
+def _derived_kernel():
+    import triton
+    import triton.language as tl
+
+    from stridecheck.guard import stride_guard as sg
+
+    @triton.jit
+    def _k(out_ptr, out_stride, x_ptr, x_stride, col, n, width, BLOCK: tl.constexpr):
+        r = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + r * x_stride + col * width + offs, mask=offs < n)
+        tl.store(out_ptr + r * out_stride + offs, v, mask=offs < n)
+
+    return sg(_k)
+
+
+DERIVED = None
+
+
+@SETTINGS
+@given(
+    any_strided(3),
+    any_strided(2),
+    st.integers(0, 12),
+    st.integers(0, 12),
+    st.integers(0, 6),
+    st.integers(0, 12),
+)
+def test_derived_fast_detector_agrees_with_check_derived(x, out, x_stride, out_stride, n, width):
+    from stridecheck._guard_kernel import check_derived
+
+    global DERIVED
+    if DERIVED is None:
+        DERIVED = _derived_kernel()
+    values = dict(out_ptr=out, out_stride=out_stride, x_ptr=x, x_stride=x_stride, col=0, n=n, width=width)
+    expected = check_derived(DERIVED.contract, values)
+    try:
+        DERIVED._check(out, out_stride, x, x_stride, 0, n, width, BLOCK=8)
+        raised = None
+    except StrideGuardError as e:
+        raised = str(e)
+    assert raised == (expected[0].message if expected else None)
