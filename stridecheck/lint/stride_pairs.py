@@ -40,8 +40,29 @@ def pointer_base(name: str) -> str:
     return base.strip("_") or s
 
 
+# Words that name a dimension in stride names (`stride_k_head`, `x_row_stride`, `stride_v_seqlen`).
+_DIM_WORDS = frozenset(
+    {
+        "row", "rows", "col", "cols", "column", "batch", "head", "heads", "seq", "seqlen", "token", "tok",
+        "dim", "hdim", "headsize", "headdim", "group", "groups", "expert", "block", "blk", "page", "slot",
+        "step", "chunk", "channel", "feat", "inner", "outer", "req", "b", "h", "m", "n", "k", "d", "t",
+        "s", "e", "g", "c", "l", "z", "w", "x", "y", "r", "0", "1", "2", "3", "4", "5",
+    }
+)
+
+
+def _dims_only(tokens: list[str]) -> bool:
+    return all(t in _DIM_WORDS or t.isdigit() for t in tokens)
+
+
 def owner_candidates(stride_name: str) -> list[str]:
-    """Base names a stride parameter may belong to, the most specific first."""
+    """Base names a stride parameter may belong to, the most specific first.
+
+    ``stride_am`` -> am, a; ``stride_k_head`` -> k_head, k; ``x_row_stride`` -> x_row, x;
+    ``sx0`` -> x0, x. A shorter prefix is a candidate only when what it drops names dimensions
+    (``stride_w_mx_e`` is not a stride of ``w``), and at most one trailing letter or digit is
+    dropped from a word (``stride_bsn`` is not a stride of ``b``).
+    """
     s = stride_name.lower()
     out: list[str] = []
     at = s.find("stride")
@@ -51,43 +72,65 @@ def owner_candidates(stride_name: str) -> list[str]:
         if right.startswith("s_") or right == "s":
             right = right[1:]
         right = right.strip("_")
-        if left:
-            tokens = left.split("_")
-            out.extend("_".join(tokens[:k]) for k in range(len(tokens), 0, -1))
-        if right:
-            tokens = right.split("_")
+        for part in (left, right):
+            if not part:
+                continue
+            tokens = part.split("_")
             for k in range(len(tokens), 0, -1):
+                if k < len(tokens) and not _dims_only(tokens[k:]):
+                    break
                 c = "_".join(tokens[:k])
                 out.append(c)
-                if k == len(tokens) or k == len(tokens) - 1:
-                    # stride_am / stride_x0 / stride_qh: a trailing dimension letter or digit.
-                    for cut in (1, 2):
-                        if len(c) > cut:
-                            out.append(c[:-cut].rstrip("_"))
+                if len(tokens) == 1 and len(c) > 1 and part is right:
+                    out.append(c[:-1])  # stride_am / stride_x0 / stride_qh: a trailing dimension letter
     else:
         m = _SHORT_STRIDE.match(s)
         if m and len(s) <= 5:
             body = s[1:]
-            out.extend(body[:len(body) - cut] for cut in (0, 1, 2) if len(body) > cut)
+            out.extend(body[: len(body) - cut] for cut in (0, 1) if len(body) > cut)
     seen = set()
-    return [c for c in out if c and not (c in seen or seen.add(c))]
+    return [c for c in out if c and not c.isdigit() and not (c in seen or seen.add(c))]
+
+
+def _initials(base: str) -> str | None:
+    tokens = [t for t in base.split("_") if t]
+    return "".join(t[0] for t in tokens) if len(tokens) > 1 else None
 
 
 def pair_by_name(kernel: Kernel) -> dict[str, str]:
-    """Stride parameter -> pointer parameter, by naming convention only."""
+    """Stride parameter -> pointer parameter, by naming convention.
+
+    Bases match exactly first, then by initials (``stride_bsn`` -> ``b_scale_ptr``). A name is
+    trusted only when the kernel's use agrees with it at least once (the stride steps that pointer)
+    or the stride steps no pointer at all: ``stride_d`` stepping Q, K and V is a head-dimension
+    stride, not a stride of the pointer ``D``.
+    """
     bases: dict[str, list[str]] = defaultdict(list)
+    initials: dict[str, list[str]] = defaultdict(list)
     for p in kernel.params:
         if p.kind is ParamKind.POINTER:
-            bases[pointer_base(p.name)].append(p.name)
+            base = pointer_base(p.name)
+            bases[base].append(p.name)
+            ini = _initials(base)
+            if ini:
+                initials[ini].append(p.name)
     unique = {b: names[0] for b, names in bases.items() if len(names) == 1}
+    unique_ini = {b: names[0] for b, names in initials.items() if len(names) == 1 and b not in bases}
+    steps = stepped_pointers(kernel)
     out = {}
     for p in kernel.params:
         if p.kind is not ParamKind.STRIDE:
             continue
-        for cand in owner_candidates(p.name):
-            if cand in unique:
-                out[p.name] = unique[cand]
-                break
+        cands = owner_candidates(p.name)
+        owner = next((unique[c] for c in cands if c in unique), None)
+        if owner is None:
+            owner = next((unique_ini[c] for c in cands if c in unique_ini), None)
+        if owner is None:
+            continue
+        used = steps.get(p.name)
+        if used and owner not in used:
+            continue
+        out[p.name] = owner
     return out
 
 

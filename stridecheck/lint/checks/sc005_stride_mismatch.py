@@ -5,7 +5,7 @@ another pointer Q, while P has stride parameters of its own (reported at the pro
 when every resolved launch feeds that parameter the stride of the tensor P receives (names lie).
 
 At a launch: (a) a stride parameter owned by pointer P receives ``t.stride(i)`` of a tensor t other
-than the one P receives (and not a view of it, nor both provably contiguous); (b) it receives
+than the one P receives (and not a view of it, nor a ``*_like`` allocation of it, nor both provably contiguous); (b) it receives
 ``t.stride(i)`` of the right tensor, but the index it steps is bounded (mask or grid) by
 ``t.shape[j]`` with j != i. Reported at the argument; swapped pairs get an unsafe fix.
 """
@@ -92,7 +92,8 @@ def _at_launch(tree, reported):
             if _fam(o) != _fam(t) and o.tensor != t.tensor:
                 if t.contiguous and o.contiguous:
                     continue  # both packed: equal strides wherever the shapes agree
-                if t.like_of == o.tensor and o.contiguous:
+                if t.like_of == o.tensor or o.like_of == t.tensor:
+                    # `out = torch.empty_like(x)` keeps x's strides (x dense): sharing them is the intent.
                     continue
                 yield from _emit(bl, o, name, reported, fix=None,
                                  detail=f"`{o.text}` is a stride of `{o.tensor}`, but `{name}` steps "
