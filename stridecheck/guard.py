@@ -80,6 +80,14 @@ function's own signature; a call then costs the attribute reads and integer comp
 — no device synchronisation, no tensor allocation, nothing that breaks CUDA-graph capture, and
 plain Python that ``torch.compile`` traces. Messages are built only on the failure path.
 
+Under ``torch.compile`` a guarded launcher traces as plain Python (``fullgraph=True`` works,
+static or ``dynamic=True``: size comparisons become dynamo guards). Called from compiled code
+with data-dependent sizes (``x.nonzero()``), where a Python ``bool`` of a size would stop the
+trace, dynamo traces a registered stand-in instead that checks through ``torch._check``
+(see :mod:`stridecheck._guard_compile`; registered once ``torch._dynamo`` is imported, so a
+process that never compiles never pays for it). A failed check while tracing raises
+``StrideGuardError`` (under ``fullgraph=True`` dynamo wraps it; the message is in the chain).
+
 ``STRIDECHECK_GUARD`` is read at decoration: ``0`` (or ``off``/``false``) returns the
 decorated function object itself (zero overhead); ``warn`` logs each failing (function, check)
 once through the ``stridecheck.guard`` logger instead of raising; anything else that is empty,
@@ -91,7 +99,13 @@ Triton kernels
 ``@triton.heuristics`` kernel) returns a :class:`GuardedKernel`: ``k[grid](...)`` checks the
 launch's arguments, then launches; other attributes are forwarded to the kernel. Bare
 ``@stride_guard`` on a kernel derives the contract from the kernel's source through the
-linter's access model (see :mod:`stridecheck._guard_kernel`).
+linter's access model, once per kernel (see :mod:`stridecheck._guard_kernel` for how an
+address's terms are assigned to the tensor's dimensions): every stride argument must be the
+stride of a dimension of the tensor it steps, a size that steps a dimension (``col *
+vocab_size``) must equal that dimension's stride, a pointer addressed ``+ offs`` needs unit
+inner stride, a store masked by ``offs < n`` must fit the written tensor, written tensors must
+not overlap, and all tensors share a device. A guarded kernel cannot be called from inside
+another ``@triton.jit`` function: guard the kernel you launch.
 
 torch is never imported by this module; tensors are only read through their attributes.
 """
@@ -146,18 +160,6 @@ def _python_function(kernel):
     return fn
 
 
-class _GuardedLaunch:
-    __slots__ = ("_check", "_launch")
-
-    def __init__(self, check, launch) -> None:
-        self._check = check
-        self._launch = launch
-
-    def __call__(self, *args, **kwargs):
-        self._check(*args, **kwargs)
-        return self._launch(*args, **kwargs)
-
-
 class GuardedKernel:
     """A Triton kernel whose launches are checked first; launches like the kernel.
 
@@ -171,11 +173,20 @@ class GuardedKernel:
         self.kernel = kernel
         self.contract = contract
         self._check = check
+        self._run = kernel.run
         self._source = source
         functools.update_wrapper(self, _python_function(kernel), updated=())
 
     def __getitem__(self, grid):
-        return _GuardedLaunch(self._check, self.kernel[grid])
+        check, run = self._check, self._run
+
+        # What triton's own `kernel[grid]` returns, with the check in front (a closure: the
+        # cheapest callable to build and to call, once per launch).
+        def launch(*args, **kwargs):
+            check(*args, **kwargs)
+            return run(*args, grid=grid, warmup=False, **kwargs)
+
+        return launch
 
     def run(self, *args, **kwargs):
         self._check(*args, **{k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
