@@ -32,21 +32,46 @@ __all__ = ["build_module_model", "StatementPositions"]
 class StatementPositions(Mapping):
     """libcst node -> ``CodeRange`` for one module, computed per top-level statement on demand.
 
-    A lookup first computes the positions of the top-level statements whose lines hold a launch
-    hint (``](`` / ``.run(``, where the launch side looks), then, if the node is still unknown,
-    of all remaining statements. Each statement is re-generated alone (as a one-statement module)
-    and its ranges are shifted by the statement's first line, which ``ast`` gives for free.
-    Falls back to the whole module's ``PositionProvider`` when the two parses disagree on the
-    statement count.
+    The first lookup computes the positions of the innermost ``def`` around each launch hint
+    (``](`` / ``.run(``, the only places where the launch side reads nodes), or of the top-level
+    statement holding a hint outside any ``def``. A top-level statement (an import, an alias) is
+    computed alone when one of its nodes is asked for, and any ``def`` gets its range from ``ast``
+    without code generation. Each unit is re-generated alone (as a one-statement module) and its
+    ranges are shifted by its first line and column, which ``ast`` gives for free. Any other node
+    raises ``KeyError`` (the launch side then uses the span 1:1). Falls back to the whole module's
+    ``PositionProvider`` when the two parses disagree on the statement structure.
     """
 
     def __init__(self, module: cst.Module, tree: ast.Module, source: str):
         self._module = module
         self._source = source
-        self._done: list[tuple[Mapping, int]] = []  # (positions of one statement, line shift)
+        self._done: list[tuple[Mapping, int, int]] = []  # (positions of one statement, line, column shift)
+        self._def_pairs: list = []
+        self._owners: dict[int, cst.BaseStatement] | None = None
         self._pending: list[tuple[cst.BaseStatement, int, int]] | None = None  # (stmt, first, last line)
         self._tree = tree
         self._hinted_done = False
+        self._defs: dict[int, CodeRange] | None = None  # id(libcst FunctionDef) -> range, from ast
+
+    def _def_ranges(self) -> dict[int, CodeRange]:
+        """Ranges of every ``def``, matched in source order between the two trees (no codegen)."""
+        if self._defs is None:
+            ast_defs = [n for n in _ast_statements(self._tree.body)
+                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            cst_defs = [n for n in _cst_statements(self._module.body) if isinstance(n, cst.FunctionDef)]
+            self._defs = {}
+            self._def_pairs = []
+            if len(ast_defs) == len(cst_defs) and all(
+                a.name == c.name.value for a, c in zip(ast_defs, cst_defs)
+            ):
+                lines = self._source.splitlines()
+                self._def_pairs = list(zip(ast_defs, cst_defs))
+                for a, c in zip(ast_defs, cst_defs):
+                    self._defs[id(c)] = CodeRange(
+                        CodePosition(a.lineno, _chars(lines, a.lineno, a.col_offset)),
+                        CodePosition(a.end_lineno, _chars(lines, a.end_lineno, a.end_col_offset)),
+                    )
+        return self._defs
 
     def _statements(self) -> list[tuple[cst.BaseStatement, int, int]]:
         if self._pending is None:
@@ -67,50 +92,100 @@ class StatementPositions(Mapping):
             self._pending = out
         return self._pending
 
-    def _compute(self, stmt, line: int) -> None:
+    def _top_level_owner(self, node):
+        if self._owners is None:
+            self._owners = {}
+            for stmt in self._module.body:
+                self._owners[id(stmt)] = stmt
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        self._owners[id(small)] = stmt
+        return self._owners.get(id(node))
+
+    def _compute(self, stmt, line: int, column: int = 0) -> None:
+        """Positions of one statement re-generated alone, shifted to ``line`` (and ``column``:
+        a nested ``def`` is generated at column 0; libcst keeps indentation relative)."""
         if stmt is None:
             pos = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
-            self._done.append((pos, 0))
+            self._done.append((pos, 0, 0))
             return
         sub = self._module.with_changes(header=(), body=(stmt,), footer=())
         pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
         rel = pos[stmt].start.line
-        self._done.append((pos, line - rel))
+        self._done.append((pos, line - rel, column))
 
     def _lookup(self, node) -> CodeRange | None:
-        for pos, shift in self._done:
+        for pos, shift, cshift in self._done:
             r = pos.get(node)
             if r is not None:
-                if shift:
-                    r = CodeRange(CodePosition(r.start.line + shift, r.start.column),
-                                  CodePosition(r.end.line + shift, r.end.column))
+                if shift or cshift:
+                    r = CodeRange(CodePosition(r.start.line + shift, r.start.column + cshift),
+                                  CodePosition(r.end.line + shift, r.end.column + cshift))
                 return r
         return None
+
+    def _compute_hinted(self, hint_lines: set[int]) -> None:
+        """Positions of the innermost ``def`` around each hint line (else its top-level statement)."""
+        self._def_ranges()
+        lines = self._source.splitlines()
+        chosen: dict[int, tuple] = {}
+        uncovered: set[int] = set()
+        for h in hint_lines:
+            best = None
+            for a, c in self._def_pairs:
+                if a.lineno <= h <= (a.end_lineno or a.lineno) and (
+                    best is None or a.lineno >= best[0].lineno
+                ):
+                    best = (a, c)
+            if best is None:
+                uncovered.add(h)
+            else:
+                chosen[id(best[1])] = best
+        for a, c in chosen.values():
+            self._compute(c, a.lineno, _chars(lines, a.lineno, a.col_offset))
+        rest = []
+        for stmt, first, last in self._statements():
+            if stmt is not None and any(first <= h <= last for h in uncovered):
+                self._compute(stmt, first)
+            else:
+                rest.append((stmt, first, last))
+        self._pending = rest
 
     def __getitem__(self, node) -> CodeRange:
         r = self._lookup(node)
         if r is not None:
             return r
+        if isinstance(node, cst.FunctionDef):
+            r = self._def_ranges().get(id(node))
+            if r is not None:
+                return r
         stmts = self._statements()
+        top = self._top_level_owner(node)
+        if top is not None:
+            # A top-level statement (an import, an alias) or one of its small statements: compute
+            # that statement alone, not everything before it.
+            for i, (stmt, first, _) in enumerate(self._pending or ()):
+                if stmt is top:
+                    self._pending.pop(i)
+                    self._compute(stmt, first)
+                    r = self._lookup(node)
+                    if r is not None:
+                        return r
+                    break
         if not self._hinted_done:
             self._hinted_done = True
             hint_lines = {self._source.count("\n", 0, i) + 1 for i in _hint_offsets(self._source)}
-            rest = []
-            for stmt, first, last in stmts:
-                if stmt is not None and any(first <= h <= last for h in hint_lines):
-                    self._compute(stmt, first)
-                else:
-                    rest.append((stmt, first, last))
-            self._pending = rest
+            if stmts and stmts[0][0] is None:
+                self._compute(None, 0)
+                self._pending = []
+            else:
+                self._compute_hinted(hint_lines)
             r = self._lookup(node)
             if r is not None:
                 return r
-        while self._pending:
-            stmt, first, _ = self._pending.pop(0)
-            self._compute(stmt, first)
-            r = self._lookup(node)
-            if r is not None:
-                return r
+        # Anything else lies outside every launcher and every top-level statement the launch side
+        # reads (or is not a node of this module at all): computing the rest of the module to
+        # find out would cost more than the parse, so it has no position.
         raise KeyError(node)
 
     def __iter__(self) -> Iterator:
@@ -118,6 +193,59 @@ class StatementPositions(Mapping):
 
     def __len__(self) -> int:
         return 0
+
+
+def _chars(lines: list[str], line: int, byte_col: int) -> int:
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    if text.isascii():
+        return byte_col
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+def _ast_statements(body):
+    """Statements in source order, nested ones included (ast)."""
+    for s in body:
+        yield s
+        for attr in ("body", "handlers", "orelse", "finalbody"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, list):
+                yield from _ast_statements(sub)
+        for case in getattr(s, "cases", ()) or ():
+            yield from _ast_statements(case.body)
+
+
+def _cst_block(suite) -> list:
+    if suite is None:
+        return []
+    body = getattr(suite, "body", ())
+    return list(body) if isinstance(body, (list, tuple)) else []
+
+
+def _cst_statements(body):
+    """Statements in source order, nested ones included (libcst), as ``_ast_statements``."""
+    for s in body:
+        yield s
+        if isinstance(s, cst.SimpleStatementLine):
+            continue
+        if isinstance(s, cst.Match):
+            for case in s.cases:
+                yield from _cst_statements(_cst_block(case.body))
+            continue
+        yield from _cst_statements(_cst_block(getattr(s, "body", None)))
+        for h in getattr(s, "handlers", ()) or ():
+            yield from _cst_statements(_cst_block(h.body))
+        orelse = getattr(s, "orelse", None)
+        while orelse is not None:
+            if isinstance(orelse, cst.If):  # elif: ast nests it as an If in orelse
+                yield orelse
+                yield from _cst_statements(_cst_block(orelse.body))
+                orelse = orelse.orelse
+            else:
+                yield from _cst_statements(_cst_block(orelse.body))
+                orelse = None
+        fin = getattr(s, "finalbody", None)
+        if fin is not None:
+            yield from _cst_statements(_cst_block(fin.body))
 
 
 def _hint_offsets(source: str) -> list[int]:

@@ -124,8 +124,13 @@ class SourceText:
             parts.extend(self.lines[line:end_line - 1])
             parts.append(self.lines[end_line - 1][:end_col])
             return " ".join(" ".join(p.split()) for p in parts)
-        seg = ast.get_source_segment(self.source, node) or ""
-        return " ".join(seg.split())
+        sc, ec = self._col(line, col), self._col(end_line, end_col)
+        if line == end_line:
+            return " ".join(self.lines[line - 1][sc:ec].split())
+        parts = [self.lines[line - 1][sc:]]
+        parts.extend(self.lines[line:end_line - 1])
+        parts.append(self.lines[end_line - 1][:ec])
+        return " ".join(" ".join(p.split()) for p in parts)
 
 
 # ----------------------------------------------------------------------------- kernel discovery
@@ -806,21 +811,20 @@ class _Context:
         self.extra_stride = tuple(re.compile(p) for p in getattr(options, "extra_stride_names", ()) or ())
 
     def bounded_names(self, func: ast.FunctionDef) -> frozenset:
-        """Local names compared as a whole with an ordering comparison (`tok < seq_len`)."""
+        """Local names compared as a whole with an ordering comparison (`tok < seq_len`).
+
+        Read from the function's text with a regular expression (an ``ast.walk`` of every kernel
+        cost more than the rest of the model): a name too many only keeps a sum whole."""
         got = self._bounded.get(id(func))
         if got is None:
-            names = set()
-            for n in ast.walk(func):
-                if isinstance(n, ast.Compare) and any(
-                    isinstance(o, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for o in n.ops
-                ):
-                    for side in [n.left] + list(n.comparators):
-                        while isinstance(side, ast.Subscript):
-                            side = side.value
-                        if isinstance(side, ast.Name):
-                            names.add(side.id)
+            text = "".join(self.src.lines[func.lineno - 1:func.end_lineno])
+            names = set(_CMP_LEFT.findall(text)) | set(_CMP_RIGHT.findall(text))
             got = self._bounded[id(func)] = frozenset(names)
         return got
+
+
+_CMP_LEFT = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]\n]*\]\s*)?(?:<=?|>=?)(?![<>=])")
+_CMP_RIGHT = re.compile(r"(?<![<>=-])(?:<|>)=?\s*([A-Za-z_]\w*)")
 
 
 def _shape_comment(src: SourceText, line: int) -> str | None:
