@@ -85,10 +85,13 @@ class _Tensor:
     like_of: str | None = None  # torch.*_like(t) / t.clone(): t
 
 
+_ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
+
+
 class _State:
     """Facts known at one point of a launcher."""
 
-    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases")
+    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -96,6 +99,8 @@ class _State:
         self.seqs: dict[str, cst.BaseExpression] = {}  # name -> tuple/list/dict/lambda expression
         self.checks: dict[tuple, WidthCheck] = {}
         self.aliases: dict[str, str] = {}
+        # tensor -> the tensors whose extents it is known to match (`*`: allocated here, or checked)
+        self.vetted: dict[str, frozenset[str]] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -104,6 +109,7 @@ class _State:
         s.seqs = dict(self.seqs)
         s.checks = dict(self.checks)
         s.aliases = dict(self.aliases)
+        s.vetted = dict(self.vetted)
         return s
 
     def kill(self, name: str) -> None:
@@ -111,6 +117,7 @@ class _State:
         self.ints.pop(name, None)
         self.seqs.pop(name, None)
         self.aliases.pop(name, None)
+        self.vetted.pop(name, None)
 
     @staticmethod
     def meet(states: list["_State"]) -> "_State":
@@ -118,12 +125,29 @@ class _State:
         first, rest = states[0], states[1:]
         out = first.copy()
         for s in rest:
-            for attr in ("tensors", "ints", "seqs", "checks", "aliases"):
+            for attr in ("ints", "seqs", "checks", "aliases"):
                 mine = getattr(out, attr)
                 theirs = getattr(s, attr)
                 for key in list(mine):
                     if key not in theirs or theirs[key] is not mine[key] and theirs[key] != mine[key]:
                         del mine[key]
+            for key in list(out.tensors):
+                a, b = out.tensors[key], s.tensors.get(key)
+                if b is None:
+                    del out.tensors[key]
+                elif a != b:
+                    out.tensors[key] = _Tensor(
+                        contiguous=a.contiguous and b.contiguous,
+                        fresh=a.fresh and b.fresh,
+                        family=a.family if a.family == b.family else None,
+                        like_of=a.like_of if a.like_of == b.like_of else None,
+                    )
+            for key in list(out.vetted):
+                a, b = out.vetted[key], s.vetted.get(key)
+                if b is None:
+                    del out.vetted[key]
+                else:
+                    out.vetted[key] = b if a == _ANY else a if b == _ANY else a & b
         return out
 
 
@@ -508,6 +532,7 @@ class _Collector:
                 tensor, dim = ref
                 check = WidthCheck(tensor, dim, " ".join(others), self.span(comp))
                 state.checks[(tensor, dim, check.against, check.span)] = check
+                state.vetted[tensor] = _ANY
 
     def size_ref(self, node: cst.BaseExpression, state: _State) -> tuple[str, int | None] | None:
         """(tensor, dim) when ``node`` is a tensor's extent (``t.size(-1)``, ``t.shape``)."""
@@ -567,11 +592,19 @@ class _Collector:
         if isinstance(value, cst.Call) and (dotted(value.func) or "") == "dict":
             seq = value
         held = self._held_kernel(value)
+        src = value.value if isinstance(value, cst.Name) else None
+        src_vetted = state.vetted.get(src, frozenset()) if src else None
         state.kill(name)
         if facts is not None:
             state.tensors[name] = facts
-        elif isinstance(value, cst.Name) and value.value in state.tensors:
-            state.tensors[name] = state.tensors[value.value]
+            if facts.fresh:
+                state.vetted[name] = _ANY
+        elif src is not None and src != name and src not in state.ints:
+            # `dX = dY`: the same tensor under another name (an in-place launch).
+            state.tensors[name] = _Tensor(family=self.family(src, state))
+        if src is not None and src != name and src not in state.ints:
+            fam = self.family(src, state)
+            state.vetted[name] = _ANY if src_vetted == _ANY else src_vetted | {src, fam}
         if origin.kind in (OriginKind.SHAPE, OriginKind.STRIDE, OriginKind.NUMEL, OriginKind.PRODUCT,
                            OriginKind.LITERAL):
             state.ints[name] = origin
@@ -773,10 +806,11 @@ class _Collector:
         return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
 
     def _tensor_origin(self, name: str, facts: _Tensor | None, state: _State) -> ArgOrigin:
+        vetted = tuple(sorted(state.vetted.get(name, ())))
         if facts is None:
-            return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name)
+            return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
-                         fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of)
+                         fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted)
 
     def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -942,8 +976,8 @@ def _target_names(node) -> list[str]:
 
 
 def _assign_state(dst: _State, src: _State) -> None:
-    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases = (
-        src.tensors, src.ints, src.seqs, src.checks, src.aliases,
+    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases, dst.vetted = (
+        src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted,
     )
 
 

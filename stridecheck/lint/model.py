@@ -171,6 +171,9 @@ class ArgOrigin:
     ndim: int | None = None  # the tensor's number of dimensions, when the launcher shows it (`n, v = t.shape`)
     family: str | None = None  # TENSOR: the variable whose storage it views (`x2 = x.view(...)` -> "x")
     like_of: str | None = None  # TENSOR: `torch.*_like(t)` / `t.clone()` -> "t"
+    # TENSOR: on every path to the launch it was allocated or its extent checked ("*"), or it is
+    # another name of these tensors (`dX = dY`): what SC007 accepts as a width check.
+    vetted: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

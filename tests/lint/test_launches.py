@@ -313,3 +313,22 @@ def test_module_function_returning_allocations_is_an_allocation():
     dx, dy = info.launches[0].args
     assert dx.fresh and dx.contiguous
     assert not dy.fresh and not dy.contiguous
+
+
+@pytest.mark.parametrize(
+    "prelude, vetted",
+    [
+        ("if out is not None:\n        assert out.shape == x.shape\n    else:\n        out = torch.empty_like(x)", ("*",)),
+        ("if out is None:\n        out = torch.empty_like(x)", ()),  # a caller's buffer on one path
+        ("out = x", ("x",)),  # in place
+        ("if inplace:\n        out = x\n    else:\n        out = torch.zeros_like(x)", ("x",)),
+    ],
+)
+def test_vetted_on_every_path(prelude, vetted):
+    launch = _one(f"def f(x, out, inplace):\n    {prelude}\n    _k[(1,)](out, x.shape[-1])\n")
+    assert launch.args[0].vetted == vetted
+
+
+def test_branches_that_both_make_a_tensor_contiguous():
+    launch = _one("def f(x, c):\n    if c:\n        x = x.contiguous()\n    else:\n        x = torch.empty(3)\n    _k[(1,)](x)\n")
+    assert launch.args[0].contiguous and not launch.args[0].fresh

@@ -507,6 +507,19 @@ def test_sc007_silent_forms(tmp_path, prelude, decorator, size):
     assert lint_tree(tmp_path, {"m.py": src}) == []
 
 
+def test_sc007_optional_buffer_checked_or_allocated_on_every_path(tmp_path):
+    checked = "if cache is not None:\n        assert cache.shape == logits.shape\n    else:\n        cache = torch.empty_like(logits)"
+    unchecked = "if cache is None:\n        cache = torch.empty_like(logits)"
+    for prelude, expected in ((checked, []), (unchecked, ["SC007"])):
+        src = _copy_launcher("PRELUDE").replace("PRELUDE", prelude)
+        assert [f.code for f in lint_tree(tmp_path, {"m.py": src})] == expected, prelude
+
+
+def test_sc007_in_place_launch_is_silent(tmp_path):
+    src = _copy_launcher("cache = logits")
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+
+
 def test_sc007_across_modules(tmp_path):
     ops = '''
     from pkg.kernels import _copy_kernel

@@ -24,6 +24,8 @@ def check(tree, options):
             written = bl.bound.get(acc.pointer)
             if written is None or written.kind is not OriginKind.TENSOR or not written.tensor or written.fresh:
                 continue
+            if "*" in written.vetted:
+                continue  # allocated or checked on every path
             for size in acc.mask_bounds:
                 p = bl.kernel.param(size)
                 if p is None or p.kind is ParamKind.POINTER:
@@ -31,8 +33,8 @@ def check(tree, options):
                 o = bl.bound.get(size)
                 if o is None or o.kind is not OriginKind.SHAPE or not o.tensor:
                     continue
-                if _fam(o) == _fam(written) or o.tensor == written.tensor:
-                    continue
+                if _fam(o) == _fam(written) or o.tensor == written.tensor or {o.tensor, _fam(o)} & set(written.vetted):
+                    continue  # bounded by its own extent (or by a tensor it is another name of)
                 if _checked(bl.launch.width_checks, written, o):
                     continue
                 hit = (written, o, size, acc)
@@ -45,7 +47,7 @@ def check(tree, options):
         yield make_finding(
             "SC007", bl.module.path, bl.launch.span,
             kernel=bl.kernel.name, pointer=acc.pointer, tensor=written.text, size=size,
-            source=o.text if o.text != size else f"{o.tensor}.shape[{o.dim}]",
+            source=o.text if o.text != size else (f"{o.tensor}.shape[{o.dim}]" if o.dim is not None else f"{o.tensor}.shape[...]"),
             other=o.tensor,
         )
 
