@@ -258,9 +258,11 @@ def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
 #   ("model", ModuleModel) | ("parse", reason, line, column) | ("internal", message)
 
 
-def build_one(task: tuple[str, str, str | None, AnalysisOptions]) -> tuple:
-    path, text, module, options = task
+def build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
+    path, text, module, options, syntax_only = task
     try:
+        if syntax_only:
+            return _syntax_check(text, path, module)
         return ("model", analysis.build_module_model(text, path=path, module=module, options=options))
     except analysis.ParseFailure as exc:
         return ("parse", exc.reason, exc.line, exc.column)
@@ -270,6 +272,21 @@ def build_one(task: tuple[str, str, str | None, AnalysisOptions]) -> tuple:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
         return ("internal", f"{type(exc).__name__}: {exc}{where}")
+
+
+def _syntax_check(text: str, path: str, module: str | None) -> tuple:
+    """A file named explicitly that never mentions ``triton``: it holds no kernel and no launch
+    of one that the prefilter would let through, so only its syntax is checked (with libcst, the
+    parser of the analysis, which reads newer syntax than the running Python may)."""
+    import libcst
+
+    try:
+        libcst.parse_module(text)
+    except libcst.ParserSyntaxError as exc:
+        return ("parse", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return ("parse", f"cannot parse: {exc}", 1, 1)
+    return ("model", ModuleModel(path, module))
 
 
 def _build_chunk(tasks: list) -> list:
@@ -365,7 +382,7 @@ def lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
             if hit is not None:
                 outcomes[path] = hit
                 continue
-        tasks.append((path, text, module, options.analysis))
+        tasks.append((path, text, module, options.analysis, PREFILTER not in data))
         task_keys.append((key, digest, item.cacheable))
 
     for (key, digest, cacheable), outcome in zip(task_keys, _build_all(tasks, jobs)):

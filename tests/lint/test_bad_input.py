@@ -99,3 +99,11 @@ def test_nesting_that_crashes_the_native_parser_is_sc000(tmp_path, cli, body):
     run, findings = _lint_json(cli, tmp_path, ".")
     assert [(f["path"], f["code"], f["line"]) for f in findings] == [("deep.py", "SC000", 2)]
     assert "nested" in findings[0]["message"] and run.code == 1
+
+
+def test_named_file_without_triton_gets_a_syntax_check_only(tmp_path, cli):
+    write(tmp_path / "plain.py", "def f(:\n    pass\n")
+    write(tmp_path / "new_syntax.py", "type Vector = list[float]\n")  # 3.12 syntax: libcst reads it
+    run, findings = _lint_json(cli, tmp_path, "plain.py", "new_syntax.py")
+    assert [(f["path"], f["code"]) for f in findings] == [("plain.py", "SC000")]
+    assert "syntax error" in findings[0]["message"] and findings[0]["line"] in (1, 2)  # libcst's position
