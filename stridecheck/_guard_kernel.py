@@ -116,28 +116,11 @@ def _find_kernel(kernels, pyfn):
     return min(named, key=lambda k: (k.span.line < first, abs(k.span.line - first)))
 
 
-def derive_contract(kernel, pyfn) -> DerivedContract:
-    """The derived contract of ``kernel`` (cached per kernel function).
+def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
+    """Per pointer parameter, the accesses the guard can judge (see the module docstring).
 
-    Raises:
-        StrideGuardError: the source cannot be read or parsed, or holds no such kernel.
+    ``model`` is a :class:`stridecheck.lint.model.Kernel`; ``params`` its parameter names.
     """
-    key = (pyfn.__code__.co_filename, pyfn.__name__, pyfn.__code__.co_firstlineno)
-    hit = _CACHE.get(key)
-    if hit is not None:
-        return hit
-    source, path = _module_source(pyfn)
-    from stridecheck.lint.analysis import AnalysisOptions
-    from stridecheck.lint.kernels import build_kernels
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: cannot parse {path}: {exc.msg}") from None
-    model = _find_kernel(build_kernels(tree, source, AnalysisOptions()), pyfn)
-    if model is None:
-        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: no @triton.jit function of that name in {path}")
-    params = list(inspect.signature(pyfn).parameters)
     pointers: dict[str, PointerPlan] = {}
     for acc in model.accesses:
         if acc.pointer is None or acc.pointer not in params or acc.op not in ("load", "store", "atomic"):
@@ -175,7 +158,33 @@ def derive_contract(kernel, pyfn) -> DerivedContract:
         )
         if ap not in plan.accesses and (ap.unit or ap.stride_terms or ap.size_terms):
             plan.accesses.append(ap)
-    contract = DerivedContract(pyfn.__name__, params, [p for p in pointers.values() if p.accesses], path)
+    return [p for p in pointers.values() if p.accesses]
+
+
+def derive_contract(kernel, pyfn) -> DerivedContract:
+    """The derived contract of ``kernel`` (cached per kernel function).
+
+    Raises:
+        StrideGuardError: the source cannot be read or parsed, or holds no such kernel.
+    """
+    key = (pyfn.__code__.co_filename, pyfn.__name__, pyfn.__code__.co_firstlineno)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    source, path = _module_source(pyfn)
+    from stridecheck.lint.analysis import AnalysisOptions
+    from stridecheck.lint.kernels import build_kernels
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: cannot parse {path}: {exc.msg}") from None
+    model = _find_kernel(build_kernels(tree, source, AnalysisOptions()), pyfn)
+    if model is None:
+        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: no @triton.jit function of that name in {path}")
+    params = list(inspect.signature(pyfn).parameters)
+    pointers = plan_pointers(model, params)
+    contract = DerivedContract(pyfn.__name__, params, pointers, path)
     _CACHE[key] = contract
     return contract
 
