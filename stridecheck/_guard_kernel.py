@@ -265,6 +265,8 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
                         f"stride {v} (shape {list(shape)}, strides {list(strides)}); {fix}",
                     )
                 )
+                if hint is not None:
+                    free.remove(hint)  # the dim it was meant for: judged once, not again below
                 continue
         free.remove(match)
     for params, text in acc.size_terms:

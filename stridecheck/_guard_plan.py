@@ -41,9 +41,16 @@ def overlaps(shape, strides) -> bool:
     """True if two elements of a view may share memory (cheap sufficient test).
 
     Dims of size > 1 sorted by stride; each stride must be at least the extent (max offset + 1)
-    of the dims inside it. Exact for every layout that `torch.empty(...).permute(...)[slices]`
-    can make; may call an exotic non-overlapping interleaving overlapping (then the fix is a
-    copy). A view with no elements never overlaps.
+    of the dims inside it. This is the test behind PyTorch's "non-overlapping and dense" layout
+    check (``TensorImpl::compute_non_overlapping_and_dense`` sorts dims by stride and requires
+    each stride to *equal* the inner extent), relaxed to ``>=`` so that gaps (padding, slices)
+    are allowed. Exact for every layout that ``torch.empty(...).permute(...)[slices]`` can make;
+    it may call an exotic non-overlapping interleaving overlapping (then the fix is a copy).
+    Exact overlap detection is NP-hard in general (NumPy's ``may_share_memory`` solves a bounded
+    integer program). A view with no elements never overlaps.
+
+    Args:
+        shape, strides: sequences of ints (or symbolic sizes), in elements.
     """
     dims = []
     for sz, st in zip(shape, strides):

@@ -189,3 +189,27 @@ def test_bare_guard_on_the_shared_cases(name):
         # the wrong answer, which is what the layout tests are for).
         expected = name not in ("positional_stride_swap",)
         assert result is expected
+
+
+def test_disabled_returns_the_kernel_itself(monkeypatch):
+    monkeypatch.setenv("STRIDECHECK_GUARD", "0")
+    assert stride_guard(_copy_rows) is _copy_rows
+    assert stride_guard(x_ptr="M N")(_copy_rows) is _copy_rows
+
+
+def test_warn_mode_on_a_derived_contract_logs_once_and_launches(monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setenv("STRIDECHECK_GUARD", "warn")
+    k = stride_guard(_copy_rows)
+    x = torch.randn(3, 40)[:, :30]
+    out = torch.zeros(3, 30)
+    with caplog.at_level(logging.WARNING, logger="stridecheck.guard"):
+        for _ in range(2):
+            k[(3,)](out, out.stride(0), x, x.stride(0), 30, BLOCK=32)  # valid: no warning
+        assert torch.equal(out, x)
+        for _ in range(3):
+            k[(3,)](out, out.stride(0), x, 30, 30, BLOCK=32)  # wrong stride: warned once, launched
+    msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
+    assert len(msgs) == 1 and msgs[0].startswith("_copy_rows: x_stride = 30 steps x_ptr")
+    assert not torch.equal(out, x)  # it did launch, reading rows 30 apart
