@@ -193,8 +193,12 @@ class GuardedKernel:
         return self.kernel.run(*args, **kwargs)
 
     def __getattr__(self, name):
-        # Only reached for attributes not found on the wrapper: forward to the kernel.
-        return getattr(self.__dict__["kernel"], name)
+        # Only reached for attributes not found on the wrapper: forward to the kernel. Read
+        # through __dict__ so that a half-built object (copy, unpickling) fails cleanly.
+        kernel = self.__dict__.get("kernel")
+        if kernel is None:
+            raise AttributeError(name)
+        return getattr(kernel, name)
 
     def __repr__(self) -> str:
         return f"<stride_guard of {self.kernel!r}>"

@@ -213,3 +213,12 @@ def test_warn_mode_on_a_derived_contract_logs_once_and_launches(monkeypatch, cap
     msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
     assert len(msgs) == 1 and msgs[0].startswith("_copy_rows: x_stride = 30 steps x_ptr")
     assert not torch.equal(out, x)  # it did launch, reading rows 30 apart
+
+
+def test_guarded_kernel_copies_and_reports_missing_attributes():
+    import copy
+
+    twin = copy.copy(copy_rows_bare)
+    assert twin.kernel is _copy_rows
+    with pytest.raises(AttributeError):
+        copy_rows_bare.no_such_attribute  # noqa: B018 - the forwarded lookup must fail cleanly
