@@ -237,6 +237,14 @@ class _Collector:
         self.is_package = is_package
         self.info = LaunchInfo()
         self._conflicting_aliases: set[str] = set()
+        self.collecting = False  # the first passes: gather call-site facts only, no launches
+        self.call_lines: list[int] | None = None  # while collecting: lines calling a function of interest
+        self._callers: set[str] = set()
+        self._class: str | None = None
+        self.signatures: dict[str, list[str]] = {}  # module function -> parameter names in order
+        self.call_facts: dict[str, dict[str, list]] = {}  # function -> parameter -> facts at each call
+        self.entry: dict[str, dict[str, _Tensor]] = {}  # function -> parameter -> facts at entry
+        self.saved: dict[str | None, list] = {}  # class -> facts of ctx.save_for_backward(...) arguments
         self._returns: list | None = None  # while summarising a function: facts of its returns
         self.summaries: dict[str, _Tensor] = {}  # module function -> what every return of it is
         self.source: str = ""
@@ -379,7 +387,9 @@ class _Collector:
             if isinstance(stmt, cst.FunctionDef):
                 self.function(stmt, scan)
             elif isinstance(stmt, cst.ClassDef):
+                saved_class, self._class = self._class, stmt.name.value
                 self.functions(_stmts(stmt.body), scan)
+                self._class = saved_class
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
                 self.functions(_stmts(stmt.body), scan)
 
@@ -390,20 +400,31 @@ class _Collector:
             name = dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or ""
             if name.split(".")[-1] in ("jit", "autotune", "heuristics"):
                 return  # a kernel: launches nothing
-        if self.hint_lines is not None:
+        lines = self.call_lines if self.collecting else self.hint_lines
+        if lines is not None:
             sp = self.span(fn)
-            if sp is not _NO_SPAN and not any(sp.line <= ln <= sp.end_line for ln in self.hint_lines):
-                self._self_aliases(_stmts(fn.body))
+            if sp is not _NO_SPAN and not _any_between(lines, sp.line, sp.end_line):
+                if not self.collecting:
+                    self._self_aliases(_stmts(fn.body))
                 return
-        guarded = any(
-            (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
-            .split(".")[-1] == "stride_guard"
+            if self.collecting:
+                self._callers.add(fn.name.value)
+        decorators = [
+            (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "").split(".")[-1]
             for d in fn.decorators
-        )
+        ]
         self._fn = fn.name.value
-        self._guarded = guarded
+        self._guarded = "stride_guard" in decorators
         state = _State()
-        self.block(_stmts(fn.body), state, scan)
+        params = _param_names(fn)
+        if any("contiguous" in d.lower() or d == "input_guard" for d in decorators):
+            # A decorator that makes every tensor argument contiguous (`@input_guard`,
+            # `@ensure_contiguous`): the parameters are contiguous at entry.
+            for name in params:
+                state.tensors[name] = _Tensor(contiguous=True, family=name)
+        for name, facts in self.entry.get(fn.name.value, {}).items():
+            state.tensors[name] = facts
+        self.block(_stmts(fn.body), state, scan and not self.collecting)
 
     def may_launch(self, node: cst.CSTNode) -> bool:
         """Whether ``node``'s lines hold a ``](`` or ``.run(`` (a dictionary lookup on positions)."""
@@ -556,6 +577,10 @@ class _Collector:
             return
         if scan:
             self.find_launches(small, state)
+        if self.collecting:
+            value = getattr(small, "value", None)
+            if isinstance(value, cst.Call):
+                self.record_call(value, state)
         if isinstance(small, cst.Return) and self._returns is not None:
             self._returns.append(self.tensor_facts(small.value, state) if small.value is not None else None)
         if isinstance(small, cst.Assign):
@@ -573,6 +598,40 @@ class _Collector:
             if (dotted(call.func) or "").endswith("_check") and call.args:
                 self.assume(call.args[0].value, state, truth=True)
                 self.record_checks(call.args[0].value, state)
+
+    def record_call(self, call: cst.Call, state: _State) -> None:
+        """Facts of the tensors a module function is called with; ``ctx.save_for_backward(...)``."""
+        fname = dotted(call.func)
+        if fname is None:
+            return
+        if fname.endswith(".save_for_backward"):
+            self.saved[self._class] = [
+                None if a.star else self.tensor_facts(a.value, state) for a in call.args
+            ]
+            return
+        params = self.signatures.get(fname)
+        if params is None:
+            return
+        sites = self.call_facts.setdefault(fname, {})
+        bound: dict[str, _Tensor | None] = {}
+        for i, a in enumerate(call.args):
+            if a.star:
+                return  # positions unknown
+            if a.keyword is not None:
+                bound[a.keyword.value] = self.tensor_facts(a.value, state)
+            elif i < len(params):
+                bound[params[i]] = self.tensor_facts(a.value, state)
+        for p in params:
+            sites.setdefault(p, []).append(bound.get(p))
+
+    def derive_entry(self) -> dict[str, dict[str, _Tensor]]:
+        """A parameter is contiguous at entry when every call in the module passes a contiguous tensor."""
+        entry: dict[str, dict[str, _Tensor]] = {}
+        for fname, sites in self.call_facts.items():
+            for p, facts in sites.items():
+                if facts and all(f is not None and f.contiguous for f in facts):
+                    entry.setdefault(fname, {})[p] = _Tensor(contiguous=True, family=p)
+        return entry
 
     def assign(self, target: cst.BaseExpression, value: cst.BaseExpression, state: _State) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -643,6 +702,13 @@ class _Collector:
                     kind, f"{tensor}.{'stride' if kind is OriginKind.STRIDE else 'size'}({dim})",
                     _NO_SPAN, tensor=tensor, dim=dim, ndim=ndim,
                 )
+            return
+        if isinstance(value, cst.Attribute) and value.attr.value == "saved_tensors":
+            saved = self.saved.get(self._class)
+            if saved is not None and len(saved) == len(elements):
+                for e, facts in zip(elements, saved):
+                    if isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and facts is not None:
+                        state.tensors[e.value.value] = replace(facts, family=e.value.value, like_of=None)
             return
         if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
             if any(isinstance(e, cst.StarredElement) for e in (*elements, *value.elements)):
@@ -922,6 +988,16 @@ class _Collector:
         return []
 
 
+def _any_between(lines: list[int], first: int, last: int) -> bool:
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
+
+
+def _param_names(fn: cst.FunctionDef) -> list[str]:
+    p = fn.params
+    return [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+
+
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -1006,6 +1082,36 @@ def collect(
     c._fn, c._guarded = None, False
     if scan and ("return" in source):
         c.summarise(body)
+    if scan:
+        # Facts that flow into launchers from their callers in this module (`forward` calling
+        # `_fwd(x.contiguous())`, `@input_guard`, ctx.save_for_backward): two rounds reach two levels.
+        defs = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+        wanted = set()
+        for name, fn in defs.items():
+            sp = c.span(fn)
+            if sp is _NO_SPAN or _any_between(c.hint_lines, sp.line, sp.end_line):
+                wanted.add(name)
+        # Their callers in this module (one level up), found by text: `name(` inside a def.
+        if wanted:
+            pattern = "|".join(re.escape(n) for n in sorted(wanted))
+            call_ends = [m.end() for m in re.finditer(rf"\b(?:{pattern})\s*\(", source)]
+            call_at = sorted({source.count("\n", 0, e) + 1 for e in call_ends})
+            for name, fn in defs.items():
+                sp = c.span(fn)
+                if sp is not _NO_SPAN and _any_between(call_at, sp.line, sp.end_line):
+                    wanted.add(name)
+        if wanted or "save_for_backward" in source:
+            c.signatures = {n: _param_names(defs[n]) for n in wanted}
+            pattern = "|".join(re.escape(n) for n in sorted(wanted)) or "(?!)"
+            ends = [m.end() for m in re.finditer(rf"\b(?:{pattern})\s*\(|save_for_backward", source)]
+            c.call_lines = sorted({source.count("\n", 0, e) + 1 for e in ends})
+            c.collecting = True
+            for _ in range(2):
+                c.call_facts = {}
+                c.functions(body, True)
+                c.entry = c.derive_entry()
+        c.collecting = False
+        c.call_lines = None
     c.functions(body, scan)
     if scan:
         # Launches at module level (scripts, benchmarks).

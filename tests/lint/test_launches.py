@@ -332,3 +332,61 @@ def test_vetted_on_every_path(prelude, vetted):
 def test_branches_that_both_make_a_tensor_contiguous():
     launch = _one("def f(x, c):\n    if c:\n        x = x.contiguous()\n    else:\n        x = torch.empty(3)\n    _k[(1,)](x)\n")
     assert launch.args[0].contiguous and not launch.args[0].fresh
+
+
+def test_facts_flow_from_callers_in_the_module():
+    info = _collect(
+        """
+        def _fwd(x, w):
+            _k[(1,)](x, w)
+
+        def public(x, w):
+            return _fwd(x.contiguous(), w)
+
+        def other(x, w):
+            return _fwd(torch.empty(3), w)
+        """
+    )
+    x, w = info.launches[0].args
+    assert x.contiguous  # every call passes a contiguous tensor
+    assert not w.contiguous
+
+
+def test_contiguity_decorator_and_two_levels_of_callers():
+    info = _collect(
+        """
+        def _launch(q):
+            _k[(1,)](q)
+
+        def chunk_fwd(q):
+            return _launch(q)
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            @input_guard
+            def forward(ctx, q):
+                return chunk_fwd(q)
+        """
+    )
+    assert info.launches[0].args[0].contiguous
+
+
+def test_saved_tensors_keep_the_forward_facts():
+    info = _collect(
+        """
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                x = x.contiguous()
+                out = torch.empty_like(x)
+                ctx.save_for_backward(x, y, out)
+                return out
+
+            @staticmethod
+            def backward(ctx, dout):
+                x, y, out = ctx.saved_tensors
+                _k[(1,)](x, y, out)
+        """
+    )
+    x, y, out = info.launches[0].args
+    assert x.contiguous and not y.contiguous and out.contiguous
