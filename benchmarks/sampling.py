@@ -185,9 +185,9 @@ def run_variants(bw: float) -> list[dict]:
     out = []
     for dname, dtype in DTYPES.items():
         for T, V in ((1024, 262144), (256, 151936)):
-            for block in (1024, 2048, 4096, 8192):
-                for warps in (4, 8, 16):
-                    for accurate in (False, True) if (block, warps) == (2048, 8) else (False,):
+            for block, warps in ((2048, 8), (2048, 16), (4096, 8), (4096, 16), (8192, 16)):
+                if True:
+                    for accurate in (False, True) if (block, warps) == (4096, 16) else (False,):
                         os.environ["GUARDED_KERNELS_ACCURATE_LOG"] = "1" if accurate else "0"
                         orig = sample_mod.launch_config
 
@@ -208,6 +208,27 @@ def run_variants(bw: float) -> list[dict]:
                                    us_graph=round(g, 2), frac_floor=round(nbytes / bw * 1e6 / g, 4))
                         print(json.dumps(row), flush=True)
                         out.append(row)
+    for dname, dtype in DTYPES.items():
+        T, V = 1024, 151936
+        for block, warps in ((2048, 8), (4096, 8), (4096, 16)):
+            orig = resample_mod.launch_config
+
+            def rcfg(num_reqs, vocab_size, dt, device, block=block, warps=warps, orig=orig):
+                return block, warps, orig(num_reqs, vocab_size, dt, device)[2]
+
+            resample_mod.launch_config = rcfg
+            try:
+                calls, nbytes = _sample_calls("guarded_kernels.resample", T, V, dtype)
+                g = _graph_us(calls, replays=10)
+            except Exception as exc:
+                print(f"resample variant {block}/{warps} failed: {exc}")
+                g = float("nan")
+            finally:
+                resample_mod.launch_config = orig
+            row = dict(impl="resample", dtype=dname, T=T, V=V, block=block, warps=warps,
+                       us_graph=round(g, 2), frac_floor=round(nbytes / bw * 1e6 / g, 4))
+            print(json.dumps(row), flush=True)
+            out.append(row)
     return out
 
 

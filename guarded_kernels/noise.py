@@ -35,11 +35,11 @@ Resolution of the uniform
 -------------------------
 Rare tokens win when their ``E`` is tiny, that is when ``v`` is tiny. ``1 - v`` in float32 would
 round ``v`` to a multiple of 2**-24 and cap the noise at about 17.3 nats, so a token 18 nats below
-the best could never be drawn. Instead ``E`` is computed from ``v`` itself where ``v < 2**-5``,
-by the series ``-ln(1 - v) = v + v^2/2 + v^3/3 + v^4/4 + v^5/5`` (truncation below 2**-27
-relative), and ``v = h * 2**-32 + 2**-33`` is exact in float32 for ``h < 2**24``. Elsewhere
-``1 - v`` is formed from the complement ``~h`` (exact near ``v -> 1``), relative error of ``E``
-at most 2**-19. So ``E`` resolves all 2**32 hash values in the tail: the smallest is
+the best could never be drawn. Instead ``E`` is computed from ``v`` itself where ``v < 2**-8``,
+by the series ``-ln(1 - v) = v + v^2/2 + v^3/3`` (truncation below ``v^3/4 <= 2**-26`` relative),
+and ``v = h * 2**-32 + 2**-33`` is exact in float32 for ``h < 2**24``. Elsewhere ``1 - v`` is
+formed from the complement ``~h`` (its float32 rounding is at most 2**-25 absolute, and exact
+near ``v -> 1``), so the relative error of ``E`` there is at most ``2**-25 / 2**-8 = 2**-17``. So ``E`` resolves all 2**32 hash values in the tail: the smallest is
 ``-ln(1 - 2**-33) = 1.16e-10``, the largest noise ``ln(2**33) = 22.9`` nats, and the probability
 that a given token's noise exceeds ``y`` is exact to within one hash value out of 2**32, i.e. the
 rate at which a token ``d`` nats below the best is drawn is right for ``d`` up to about 20 nats.
@@ -50,8 +50,9 @@ GPU fast path
 -------------
 With ``FAST_LOG`` (chosen by the launchers only when compiling for a CUDA device, never in the
 CPU interpreter, which has no inline assembly) the two base-2 logarithms use the hardware's
-``lg2.approx.f32`` (relative error about 2**-22) instead of the accurate library logarithm; the
-GPU tests check that this path samples the same distributions.
+``lg2.approx.ftz.f32`` (absolute error about 2**-22 in the result; flushing subnormals is safe as
+both arguments are at least 2**-33) instead of the library logarithm; the GPU tests check that
+this path samples the same distributions.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def token_hash(key, token):
 def _log2_f32(x, FAST_LOG: tl.constexpr):
     if FAST_LOG:
         return tl.inline_asm_elementwise(
-            "lg2.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
+            "lg2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
         )
     else:
         return tl.log2(x)
@@ -149,8 +150,9 @@ def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
     else:
         v = h.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
         w = (~h).to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
-        series = v * (1.0 + v * (0.5 + v * (0.33333334 + v * (0.25 + v * 0.2))))
-        e2 = tl.where(v < 0.03125, series * 1.4426950408889634, -_log2_f32(w, FAST_LOG))
+        # -log2(1 - v) = log2(e) * (v + v^2/2 + v^3/3 + ...), three terms below 2**-8.
+        series = v * (1.4426950408889634 + v * (0.7213475204444817 + v * 0.48089834696298783))
+        e2 = tl.where(v < 0.00390625, series, -_log2_f32(w, FAST_LOG))
         return -_log2_f32(e2, FAST_LOG)
 
 

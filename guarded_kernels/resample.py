@@ -29,7 +29,6 @@ import triton.language as tl
 
 from guarded_kernels._workspace import row_scratch, sm_count
 from guarded_kernels.noise import (
-    VERIFY_STREAM,
     _log2_f32,
     neg_log2_exponential,
     pack_key_index,
@@ -47,19 +46,74 @@ _LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit
+def _lse2_block(row_ptr, idx, end, scale, m, s, MASKED: tl.constexpr):
+    if MASKED:
+        x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32) * scale
+    else:
+        x = tl.load(row_ptr + idx).to(tl.float32) * scale
+    m_new = tl.maximum(m, x)
+    # A lane that has seen only -inf keeps sum 0; avoid (-inf) - (-inf).
+    ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+    s = s * tl.exp2(m - ref) + tl.exp2(x - ref)
+    return m_new, s
+
+
+@triton.jit
+def _residual_block(
+    target_row_ptr,
+    draft_row_ptr,
+    idx,
+    end,
+    draft_vocab_size,
+    key,
+    scale,
+    lse_t,
+    lse_d,
+    greedy,
+    residual,
+    rejected,
+    best_val,
+    best_idx,
+    MASKED: tl.constexpr,
+    FAST_LOG: tl.constexpr,
+):
+    """One block of the resampled row: the residual's (or p's) Gumbel-max key, running maximum."""
+    if MASKED:
+        x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32)
+    else:
+        x = tl.load(target_row_ptr + idx).to(tl.float32)
+    if greedy:
+        k = x
+    else:
+        noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
+        if residual:
+            lp = x * scale - lse_t
+            dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
+            lq = dl.to(tl.float32) * scale - lse_d
+            d2 = lq - lp
+            dn = d2 * 0.6931471805599453
+            # 1 - q/p = -expm1(dn): a series near dn = 0 (q close to p) avoids cancellation.
+            series = -dn * (1.0 + dn * (0.5 + dn * (0.16666667 + dn * (0.041666668 + dn * 0.008333334))))
+            one_minus = tl.where(dn > -0.03125, series, 1.0 - tl.exp2(d2))
+            k = tl.where(lp > lq, lp + _log2_f32(one_minus, FAST_LOG) + noise, float("-inf"))
+        else:
+            k = tl.where(idx == rejected, float("-inf"), x * scale + noise)
+    upd = k > best_val
+    return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
+
+
+@triton.jit
 def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr):
     """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``."""
     lanes = tl.arange(0, BLOCK)
     m = tl.full((BLOCK,), float("-inf"), tl.float32)
     s = tl.zeros((BLOCK,), tl.float32)
-    for off in range(start, end, BLOCK):
-        idx = off + lanes
-        x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32) * scale
-        m_new = tl.maximum(m, x)
-        # A lane that has seen only -inf keeps sum 0; avoid (-inf) - (-inf).
-        ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp2(m - ref) + tl.exp2(x - ref)
-        m = m_new
+    # Full blocks unmasked (vectorised loads), then the masked tail block.
+    full_end = start + tl.maximum(end - start, 0) // BLOCK * BLOCK
+    for off in range(start, full_end, BLOCK):
+        m, s = _lse2_block(row_ptr, off + lanes, end, scale, m, s, False)
+    if full_end < end:
+        m, s = _lse2_block(row_ptr, full_end + lanes, end, scale, m, s, True)
     mx = tl.max(m, 0)
     ref = tl.where(mx == float("-inf"), 0.0, mx)
     total = tl.sum(s * tl.exp2(m - ref), 0)
@@ -174,33 +228,21 @@ def _resample_kernel(
                 rejected = tl.load(
                     draft_tokens_ptr + req * draft_tokens_stride_0 + accepted * draft_tokens_stride_1
                 ).to(tl.int64)
-        key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), VERIFY_STREAM)
+        key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), 0)  # 0: the verification stream (noise.VERIFY_STREAM)
         lanes = tl.arange(0, BLOCK)
         best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
         best_idx = start + lanes
-        for off in range(start, end, BLOCK):
-            idx = off + lanes
-            mask = idx < end
-            x = tl.load(target_row_ptr + idx, mask=mask, other=float("-inf")).to(tl.float32)
-            if greedy:
-                k = x
-            else:
-                noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
-                if residual:
-                    lp = x * scale - lse_t
-                    dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
-                    lq = dl.to(tl.float32) * scale - lse_d
-                    d2 = lq - lp
-                    dn = d2 * 0.6931471805599453
-                    # 1 - q/p = -expm1(dn): a series near dn = 0 (q close to p) avoids cancellation.
-                    series = -dn * (1.0 + dn * (0.5 + dn * (0.16666667 + dn * (0.041666668 + dn * 0.008333334))))
-                    one_minus = tl.where(dn > -0.03125, series, 1.0 - tl.exp2(d2))
-                    k = tl.where(lp > lq, lp + _log2_f32(one_minus, FAST_LOG) + noise, float("-inf"))
-                else:
-                    k = tl.where(idx == rejected, float("-inf"), x * scale + noise)
-            upd = k > best_val
-            best_val = tl.where(upd, k, best_val)
-            best_idx = tl.where(upd, idx, best_idx)
+        full_end = start + ((end - start) // BLOCK) * BLOCK
+        for off in range(start, full_end, BLOCK):
+            best_val, best_idx = _residual_block(
+                target_row_ptr, draft_row_ptr, off + lanes, end, draft_vocab_size, key, scale, lse_t, lse_d,
+                greedy, residual, rejected, best_val, best_idx, False, FAST_LOG,
+            )
+        if full_end < end:
+            best_val, best_idx = _residual_block(
+                target_row_ptr, draft_row_ptr, full_end + lanes, end, draft_vocab_size, key, scale, lse_t, lse_d,
+                greedy, residual, rejected, best_val, best_idx, True, FAST_LOG,
+            )
         m, win = _row_argmax(best_val, best_idx)
         if PHASE == 1:
             tl.atomic_max(best_ptr + req, pack_key_index(m, win))

@@ -41,6 +41,55 @@ def _row_argmax(best_val, best_idx):
 
 
 @triton.jit
+def _sample_block(
+    logits_row_ptr,
+    source_row_ptr,
+    cache_row_ptr,
+    idx,
+    end,
+    key,
+    scale,
+    greedy,
+    best_val,
+    best_idx,
+    MASKED: tl.constexpr,
+    HAS_CACHE: tl.constexpr,
+    HAS_SOURCE: tl.constexpr,
+    USE_FP64: tl.constexpr,
+    FAST_LOG: tl.constexpr,
+):
+    """One block of a row: cache the raw values, add the noise, update the per-lane maximum."""
+    if MASKED:
+        mask = idx < end
+        x = tl.load(logits_row_ptr + idx, mask=mask, other=float("-inf"))
+    else:
+        x = tl.load(logits_row_ptr + idx)
+    if HAS_CACHE:
+        # The raw input values, before any temperature: a bit-exact copy.
+        if HAS_SOURCE:
+            if MASKED:
+                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx, mask=mask), mask=mask)
+            else:
+                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx))
+        else:
+            if MASKED:
+                tl.store(cache_row_ptr + idx, x, mask=mask)
+            else:
+                tl.store(cache_row_ptr + idx, x)
+    if USE_FP64:
+        xf = x.to(tl.float64)
+    else:
+        xf = x.to(tl.float32)
+    if greedy:
+        k = xf
+    else:
+        k = xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
+    # NaN compares false: a NaN logit never wins.
+    upd = k > best_val
+    return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
+
+
+@triton.jit
 def _gumbel_sample_kernel(
     # [T, V] float32 / bfloat16 / float16, unit inner stride
     logits_ptr,
@@ -115,32 +164,24 @@ def _gumbel_sample_kernel(
         else:
             best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
         best_idx = start + lanes
+        cache_row_ptr = cache_ptr
         if HAS_CACHE:
             col = tl.load(cache_col_ptr + row * cache_col_stride_0).to(tl.int64)
             cache_row_ptr = cache_ptr + slot * cache_stride_0 + col * cache_stride_1
-        for off in range(start, end, BLOCK):
-            idx = off + lanes
-            mask = idx < end
-            x = tl.load(logits_ptr + row * logits_stride_0 + idx, mask=mask, other=float("-inf"))
-            if HAS_CACHE:
-                # The raw input values, before any temperature: a bit-exact copy.
-                if HAS_SOURCE:
-                    src = tl.load(source_ptr + row * source_stride_0 + idx, mask=mask)
-                    tl.store(cache_row_ptr + idx, src, mask=mask)
-                else:
-                    tl.store(cache_row_ptr + idx, x, mask=mask)
-            if USE_FP64:
-                xf = x.to(tl.float64)
-            else:
-                xf = x.to(tl.float32)
-            if greedy:
-                k = xf
-            else:
-                k = xf * scale_f + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
-            # NaN compares false: a NaN logit never wins.
-            upd = k > best_val
-            best_val = tl.where(upd, k, best_val)
-            best_idx = tl.where(upd, idx, best_idx)
+        # Full blocks without a mask (so loads vectorise), then one masked tail block.
+        full_end = start + ((end - start) // BLOCK) * BLOCK
+        for off in range(start, full_end, BLOCK):
+            best_val, best_idx = _sample_block(
+                logits_ptr + row * logits_stride_0, source_ptr + row * source_stride_0, cache_row_ptr,
+                off + lanes, end, key, scale_f, greedy, best_val, best_idx,
+                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+            )
+        if full_end < end:
+            best_val, best_idx = _sample_block(
+                logits_ptr + row * logits_stride_0, source_ptr + row * source_stride_0, cache_row_ptr,
+                full_end + lanes, end, key, scale_f, greedy, best_val, best_idx,
+                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+            )
         m, win = _row_argmax(best_val, best_idx)
         if SPLIT:
             tl.atomic_max(best_ptr + row, pack_key_index(m.to(tl.float32), win))
@@ -161,7 +202,8 @@ def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: to
     elif use_fp64:
         block, warps = 1024, 8
     else:
-        block, warps = (2048, 8) if dtype == torch.float32 else (4096, 8)
+        # Swept on an H200 (benchmarks/NOTES.md): 4096 / 16 warps best for both dtypes at large T.
+        block, warps = 4096, 16
     if use_fp64:
         return block, warps, 1
     programs = 2 * sm_count(device)
