@@ -155,3 +155,38 @@ def test_derived_fast_detector_agrees_with_check_derived(x, out, x_stride, out_s
     except StrideGuardError as e:
         raised = str(e)
     assert raised == (expected[0].message if expected else None)
+
+
+def _strided_store_kernel():
+    import triton
+    import triton.language as tl
+
+    from stridecheck.guard import stride_guard as sg
+
+    @triton.jit
+    def _store_step(cache_ptr, cache_stride_0, cache_stride_1, step, x_ptr, x_stride, n, BLOCK: tl.constexpr):
+        r = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + r * x_stride + offs, mask=offs < n)
+        tl.store(cache_ptr + r * cache_stride_0 + step * cache_stride_1 + offs, v, mask=offs < n)
+
+    return sg(_store_step)
+
+
+STORE = None
+
+
+@SETTINGS
+@given(
+    st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 6), st.integers(0, 3)).flatmap(
+        lambda d: st.tuples(strided_tensors((d[0], d[1], d[2] + d[3])), strided_tensors((d[0], d[2])))
+    )
+)
+def test_derived_contract_never_rejects_a_valid_layout(tensors):
+    # A kernel that addresses every dim through its own stride must accept every valid layout
+    # (padded, sliced, offset, outer dims permuted) of a cache at least as wide as the rows.
+    global STORE
+    if STORE is None:
+        STORE = _strided_store_kernel()
+    cache, x = tensors
+    STORE._check(cache, cache.stride(0), cache.stride(1), 0, x, x.stride(0), x.shape[1], BLOCK=8)
