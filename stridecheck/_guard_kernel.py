@@ -161,6 +161,25 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
     return [p for p in pointers.values() if p.accesses]
 
 
+_MODULES: dict[tuple[str, int], list] = {}  # (path, hash of source) -> access model of its kernels
+
+
+def _module_kernels(source: str, path: str, name: str) -> list:
+    # One parse per module, however many of its kernels are guarded.
+    key = (path, hash(source))
+    kernels = _MODULES.get(key)
+    if kernels is None:
+        from stridecheck.lint.analysis import AnalysisOptions
+        from stridecheck.lint.kernels import build_kernels
+
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            raise StrideGuardError(f"stride_guard on {name}: cannot parse {path}: {exc.msg}") from None
+        kernels = _MODULES[key] = build_kernels(tree, source, AnalysisOptions())
+    return kernels
+
+
 def derive_contract(kernel, pyfn) -> DerivedContract:
     """The derived contract of ``kernel`` (cached per kernel function).
 
@@ -172,14 +191,7 @@ def derive_contract(kernel, pyfn) -> DerivedContract:
     if hit is not None:
         return hit
     source, path = _module_source(pyfn)
-    from stridecheck.lint.analysis import AnalysisOptions
-    from stridecheck.lint.kernels import build_kernels
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise StrideGuardError(f"stride_guard on {pyfn.__name__}: cannot parse {path}: {exc.msg}") from None
-    model = _find_kernel(build_kernels(tree, source, AnalysisOptions()), pyfn)
+    model = _find_kernel(_module_kernels(source, path, pyfn.__name__), pyfn)
     if model is None:
         raise StrideGuardError(f"stride_guard on {pyfn.__name__}: no @triton.jit function of that name in {path}")
     params = list(inspect.signature(pyfn).parameters)
