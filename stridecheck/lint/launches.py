@@ -33,6 +33,12 @@ so its facts survive only where they agree with the facts before it. A fact is:
   (``n, v = logits.shape``), ``t.stride(i)``, ``t.numel()``, a product of sizes, or a literal;
 * a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something.
 
+Beyond the launcher (``ArgOrigin.contiguous_in_module`` only; ``contiguous`` stays the launcher's own
+fact): a parameter is contiguous at entry when every call of the launcher in the module (two levels
+of callers) passes a contiguous tensor, when a decorator makes the arguments contiguous
+(``@input_guard``, ``@ensure_contiguous``), or, for ``ctx.saved_tensors``, when the autograd
+``forward`` of the same class saved a contiguous tensor.
+
 Cost: one walk over the statements of the functions that hold a launch, nothing else.
 """
 
@@ -1112,8 +1118,29 @@ def collect(
                 c.entry = c.derive_entry()
         c.collecting = False
         c.call_lines = None
-    c.functions(body, scan)
+    if c.entry or c.saved:
+        # Twice: with what callers guarantee (-> `contiguous_in_module`), then with the launcher's
+        # own facts only (-> `contiguous`, which the kernel-side rules read as the issue defines it).
+        c.functions(body, scan)
+        with_callers, c.info.launches = c.info.launches, []
+        c.entry, c.saved = {}, {}
+        c.functions(body, scan)
+        for mine, theirs in zip(c.info.launches, with_callers):
+            for a, b in zip(mine.args, theirs.args):
+                a.contiguous_in_module = b.contiguous
+            for k, a in mine.kwargs.items():
+                b = theirs.kwargs.get(k)
+                a.contiguous_in_module = b.contiguous if b is not None else a.contiguous
+    else:
+        c.functions(body, scan)
+        for launch in c.info.launches:
+            for a in (*launch.args, *launch.kwargs.values()):
+                a.contiguous_in_module = a.contiguous
     if scan:
         # Launches at module level (scripts, benchmarks).
+        before = len(c.info.launches)
         c.block([s for s in body if isinstance(s, cst.SimpleStatementLine)], _State(), True)
+        for launch in c.info.launches[before:]:
+            for a in (*launch.args, *launch.kwargs.values()):
+                a.contiguous_in_module = a.contiguous
     return c.info

@@ -174,6 +174,9 @@ class ArgOrigin:
     # TENSOR: on every path to the launch it was allocated or its extent checked ("*"), or it is
     # another name of these tensors (`dX = dY`): what SC007 accepts as a width check.
     vetted: tuple[str, ...] = ()
+    # TENSOR: contiguous given what the module's callers of the launcher pass, a contiguity
+    # decorator, or ctx.saved_tensors of a contiguous tensor (``contiguous`` is the launcher's own).
+    contiguous_in_module: bool = False
 
 
 @dataclass(slots=True)

@@ -531,3 +531,24 @@ def test_sc007_across_modules(tmp_path):
     '''
     found = lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/kernels.py": COPY_KERNEL, "pkg/ops.py": ops})
     assert codes(found) == [("ops.py", 7, "SC007")]
+
+
+def test_sc003_silent_when_every_caller_in_the_module_passes_a_contiguous_tensor(tmp_path):
+    src = ROWS_KERNEL + textwrap.dedent(
+        '''
+
+        def _row_sums(x):
+            out = torch.empty(x.shape[0])
+            _rows_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=64)
+            return out
+
+
+        class RowSums(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return _row_sums(x.contiguous())
+        '''
+    )
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+    loose = src.replace("_row_sums(x.contiguous())", "_row_sums(x)")
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": loose})] == ["SC003"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.stride_pairs import stride_named
 
 
 def _size_steps(kernel, pointer):
@@ -23,7 +24,7 @@ def _size_steps(kernel, pointer):
         for term in acc.terms:
             if term.step.kind is StepKind.STRIDE:
                 return None
-            if term.step.kind is StepKind.SIZE:
+            if term.step.kind is StepKind.SIZE and not any(stride_named(p) for p in term.step.params):
                 found.append((term.span, term.text, term.step.text))
         if acc.descriptor_strides:
             strides = list(acc.descriptor_strides)
@@ -60,7 +61,7 @@ def check(tree, options):
             passed = [o for o in passed if o is not None]
             if passed:
                 loose = [o for o in passed if o.kind in (OriginKind.TENSOR, OriginKind.OTHER)
-                         and not o.contiguous and o.text != "None"]
+                         and not (o.contiguous or o.contiguous_in_module) and o.text != "None"]
                 if not loose:
                     continue
                 preview, tensor = False, loose[0].text
