@@ -133,8 +133,6 @@ def main() -> None:
         (f["path"], f["line"], f["code"]) for f in warm_findings
     ]
 
-    import libcst
-
     from stridecheck import __version__
 
     result = {
