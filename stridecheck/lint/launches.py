@@ -654,7 +654,7 @@ class _Collector:
         facts = self.tensor_facts(value, state)
         origin = self.origin(value, state)
         seq = value if isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Lambda)) else None
-        if isinstance(value, cst.Call) and (dotted(value.func) or "") == "dict":
+        if isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] in ("dict", "TensorDescriptor"):
             seq = value
         held = self._held_kernel(value)
         src = value.value if isinstance(value, cst.Name) else None
@@ -800,8 +800,17 @@ class _Collector:
             known = state.ints.get(node.value)
             if known is not None:
                 return known
+            seq = state.seqs.get(node.value)
+            if isinstance(seq, cst.Call):
+                desc = self.host_descriptor(seq, state)
+                if desc is not None:
+                    return desc
             facts = state.tensors.get(node.value)
             return self._tensor_origin(node.value, facts, state)
+        if isinstance(node, cst.Call):
+            desc = self.host_descriptor(node, state)
+            if desc is not None:
+                return desc
         if isinstance(node, cst.Subscript):
             idx = _sub_index(node)
             i = _int_literal(idx) if idx is not None else None
@@ -876,6 +885,27 @@ class _Collector:
             if d is not None:
                 return self._tensor_origin(d, state.tensors.get(d), state)
         return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+
+    def host_descriptor(self, call: cst.Call, state: _State) -> ArgOrigin | None:
+        """``TensorDescriptor(t, shape, strides, block_shape)``: the base tensor, with its strides."""
+        fname = dotted(call.func) or ""
+        if fname.split(".")[-1] != "TensorDescriptor":
+            return None
+        strides = _kwarg(call, "strides")
+        pos = _positional(call)
+        if strides is None and len(pos) >= 3:
+            strides = pos[2]
+        base = _kwarg(call, "base") or (pos[0] if pos else None)
+        if not isinstance(strides, (cst.List, cst.Tuple)) or base is None:
+            return None
+        name = self.tensor_name(base)
+        facts = self.tensor_facts(base, state)
+        elements = tuple(
+            self.arg_origin(e.value, state) for e in strides.elements if isinstance(e, cst.Element)
+        )
+        return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name,
+                         contiguous=bool(facts and facts.contiguous), fresh=bool(facts and facts.fresh),
+                         descriptor_strides=elements)
 
     def _tensor_origin(self, name: str, facts: _Tensor | None, state: _State) -> ArgOrigin:
         vetted = tuple(sorted(state.vetted.get(name, ())))

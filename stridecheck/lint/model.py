@@ -177,6 +177,8 @@ class ArgOrigin:
     # TENSOR: contiguous given what the module's callers of the launcher pass, a contiguity
     # decorator, or ctx.saved_tensors of a contiguous tensor (``contiguous`` is the launcher's own).
     contiguous_in_module: bool = False
+    # TENSOR built as a host-side `TensorDescriptor(t, shape, strides, ...)`: its `strides` entries.
+    descriptor_strides: tuple["ArgOrigin", ...] = ()
 
 
 @dataclass(slots=True)

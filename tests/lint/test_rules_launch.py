@@ -552,3 +552,46 @@ def test_sc003_silent_when_every_caller_in_the_module_passes_a_contiguous_tensor
     assert lint_tree(tmp_path, {"m.py": src}) == []
     loose = src.replace("_row_sums(x.contiguous())", "_row_sums(x)")
     assert [f.code for f in lint_tree(tmp_path, {"m.py": loose})] == ["SC003"]
+
+
+DESC_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def _copy_desc_kernel(x_desc, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x = x_desc.load([row, 0])
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + cols, x.reshape([BLOCK]), mask=cols < n_cols)
+'''
+
+
+@pytest.mark.parametrize(
+    "prelude, strides, expected",
+    [
+        ("pass", "[n_cols, 1]", ["SC004"]),
+        ("pass", "[x.stride(0), 1]", []),
+        ("x = x.contiguous()", "[n_cols, 1]", []),
+    ],
+)
+def test_sc004_host_side_tensor_descriptor(tmp_path, prelude, strides, expected):
+    src = DESC_KERNEL + textwrap.dedent(
+        f'''
+
+        def copy_rows(x):
+            {prelude}
+            n_rows, n_cols = x.shape
+            desc = TensorDescriptor(x, [n_rows, n_cols], {strides}, [1, 64])
+            out = torch.empty(n_cols)
+            _copy_desc_kernel[(n_rows,)](desc, out, n_cols, BLOCK=64)
+        '''
+    )
+    found = lint_tree(tmp_path, {"m.py": src})
+    assert [f.code for f in found] == expected
+    if expected:
+        line = src.splitlines()[found[0].span.line - 1]
+        assert line[found[0].span.column - 1 : found[0].span.end_column - 1] == "n_cols"

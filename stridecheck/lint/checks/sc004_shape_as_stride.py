@@ -47,10 +47,33 @@ def _expected_dim(kernel, stride, pointer, pointer_arg, bound) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _descriptor_findings(bl, reported):
+    """``TensorDescriptor(t, shape, strides=[n_cols, 1])`` handed to the kernel: a size among the
+    strides (the last entry 1 is what TMA requires, and 0 broadcasts)."""
+    for name, o in bl.bound.items():
+        if not o.descriptor_strides or o.contiguous:
+            continue
+        last = len(o.descriptor_strides) - 1
+        for i, s in enumerate(o.descriptor_strides):
+            what = _what(s)
+            if what is None or (i == last and s.kind is OriginKind.LITERAL and s.literal == 1):
+                continue
+            key = (bl.module.path, s.span)
+            if key in reported:
+                continue
+            reported.add(key)
+            yield make_finding(
+                "SC004", bl.module.path, s.span,
+                arg=s.text, what=what, param=f"strides[{i}]` of the descriptor for `{name}", kernel=bl.kernel.name,
+                suggestion=f"`{o.tensor}.stride({i})`" if o.tensor else "the tensor's `.stride(i)`",
+            )
+
+
 def check(tree, options):
     reported = set()
     for bl in tree.bound_launches():
         kernel = bl.kernel
+        yield from _descriptor_findings(bl, reported)
         pairs = None
         for name, o in bl.bound.items():
             p = kernel.param(name)
