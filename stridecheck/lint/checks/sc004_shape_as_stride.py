@@ -97,5 +97,5 @@ def check(tree, options):
             yield make_finding(
                 "SC004", bl.module.path, o.span, fix=fix,
                 arg=o.text, what=what, param=name, kernel=kernel.name,
-                suggestion=fix.edits[0].replacement if fix else "the tensor's `.stride(i)`",
+                suggestion=f"`{fix.edits[0].replacement}`" if fix else "the tensor's `.stride(i)`",
             )
