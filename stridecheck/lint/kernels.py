@@ -325,6 +325,7 @@ _RANGES = frozenset({"range", "static_range"})
 _INT64 = re.compile(r"u?int64")
 _BYTE_TYPES = re.compile(r"(?i)u?int8|fp8|float8|bitcast")
 _MAX_INLINE_DEPTH = 4
+_MAX_ALTERNATIVES = 3
 
 
 @dataclass
@@ -345,6 +346,7 @@ class _Facts:
     address: set = field(default_factory=set)  # appear in an address
     used: set = field(default_factory=set)  # reach an address, a stored value, a rand offset...
     multiplies_index: set = field(default_factory=set)  # multiply an index inside an address
+    times_size: set = field(default_factory=set)  # multiplied by a size inside an address
     bases: set = field(default_factory=set)  # the base pointer of an address
     raws: list = field(default_factory=list)
     helper_calls: list = field(default_factory=list)
@@ -363,6 +365,8 @@ class _Walker:
         self.helper = helper
         self.stack = stack
         self.returned: _Value | None = None
+        self.loops = 0  # depth of enclosing loops
+        self.alts: dict[str, list[_Value]] = {}  # other values a name holds on another if-arm
         self.bounded_names = ctx.bounded_names(func)
 
     # -- statements
@@ -383,18 +387,40 @@ class _Walker:
             rhs = self.eval(s.value)
             if isinstance(s.target, ast.Name):
                 cur = self.name(s.target)
-                self.env[s.target.id] = self.binop(s.op, cur, rhs, s, s.target)
+                v = self.binop(s.op, cur, rhs, s, s.target)
+                if self.loops and v.block is None and _base_summand(v, self) is None:
+                    # An integer carried across iterations (`step += 1`): a loop counter.
+                    v = self.collapse(s.target, [v], sources=frozenset({IndexSource.LOOP}) | frozenset(
+                        x for f in _all_factors(v) for x in f.sources))
+                self.env[s.target.id] = v
         elif isinstance(s, ast.Expr):
             self.eval(s.value)
         elif isinstance(s, ast.If):
             self.eval(s.test)
-            self.block(s.body)
-            self.block(s.orelse)
+            if not s.orelse:
+                before = dict(self.env)
+                self.block(s.body)
+                self._keep_alternatives(before, self.env)
+            else:
+                before = dict(self.env)
+                self.block(s.body)
+                after_body = dict(self.env)
+                self.env.clear()
+                self.env.update(before)
+                self.block(s.orelse)
+                after_else = dict(self.env)
+                # Both arms' values survive: the body's as the value, the other as an alternative
+                # (`x_ptrs` built one way under `if SPLIT_K:` and another way in `else`).
+                self.env.clear()
+                self.env.update(after_body)
+                self._keep_alternatives(after_else, after_body)
         elif isinstance(s, (ast.For, ast.AsyncFor)):
             self.loop(s)
         elif isinstance(s, ast.While):
             self.eval(s.test)
+            self.loops += 1
             self.block(s.body)
+            self.loops -= 1
             self.block(s.orelse)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             self.block(s.body)
@@ -409,6 +435,14 @@ class _Walker:
                 self.returned = self.eval(s.value)
         elif isinstance(s, ast.Assert):
             self.eval(s.test)
+
+    def _keep_alternatives(self, other: dict, current: dict) -> None:
+        for name, v in other.items():
+            cur = current.get(name)
+            if cur is not None and cur is not v:
+                alts = self.alts.setdefault(name, [])
+                if len(alts) < _MAX_ALTERNATIVES and all(a is not v for a in alts):
+                    alts.append(v)
 
     def assign(self, target: ast.expr, value_node: ast.expr, v: _Value) -> None:
         if isinstance(target, ast.Name):
@@ -448,7 +482,9 @@ class _Walker:
                     self.env[t.id] = _Value((
                         _Summand((_Factor(t.id, frozenset({IndexSource.LOOP})),), self.ctx.src.span(t), t.id),
                     ))
+        self.loops += 1
         self.block(s.body)
+        self.loops -= 1
         self.block(s.orelse)
 
     # -- expressions
@@ -643,7 +679,7 @@ class _Walker:
                 return b
             return self.collapse(node, [a, b])
         if isinstance(fn, ast.Name) and fn.id in self.ctx.jit_funcs and fn.id not in self.stack \
-                and self.depth < _MAX_INLINE_DEPTH:
+                and self.depth < _MAX_INLINE_DEPTH and _binds(node, self.ctx.jit_funcs[fn.id]):
             return self.inline(node, self.ctx.jit_funcs[fn.id])
         vals = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]
         if not is_tl and not (isinstance(fn, ast.Name) and fn.id in ("min", "max", "int", "abs", "len")):
@@ -720,6 +756,19 @@ class _Walker:
             return self.block_access(node, addr, kind, mask)
         self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper))
         ps = _params_of(addr)
+        if self.alts and ptr_node is not None:
+            # The address read with each other value its names hold on another if-arm.
+            for n in ast.walk(ptr_node):
+                if isinstance(n, ast.Name) and n.id in self.alts and n.id in self.env:
+                    saved = self.env[n.id]
+                    for alt in self.alts[n.id]:
+                        self.env[n.id] = alt
+                        other = self.eval(ptr_node)
+                        if other.block is None:
+                            self.facts.raws.append(_Raw(kind, other, mask, self.ctx.src.span(node),
+                                                        kind != "load", self.helper))
+                            ps |= _params_of(other)
+                    self.env[n.id] = saved
         self.facts.address |= ps
         self.facts.used |= ps
         if kind == "load":
@@ -769,6 +818,26 @@ class _Walker:
         return v
 
 
+def _binds(call: ast.Call, func: ast.FunctionDef) -> bool:
+    """Whether the call binds every required parameter of ``func`` and nothing unknown, as Python
+    would (a call that does not is dead or wrong code: inlining it would shift every argument)."""
+    a = func.args
+    positional = a.posonlyargs + a.args
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    if len(call.args) > len(positional) and a.vararg is None:
+        return False
+    names = {x.arg for x in positional + a.kwonlyargs}
+    given = {x.arg for x in positional[:len(call.args)]}
+    for k in call.keywords:
+        if k.arg in given or (k.arg not in names and a.kwarg is None):
+            return False
+        given.add(k.arg)
+    with_default = {x.arg for x in positional[len(positional) - len(a.defaults):]} if a.defaults else set()
+    with_default |= {x.arg for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    return all(x.arg in given or x.arg in with_default for x in positional + a.kwonlyargs)
+
+
 def _is_index(v: _Value) -> bool:
     """Whether a compared side is an index (depends on a program id, arange, loop or load)."""
     idx = {IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.LOADED, IndexSource.OTHER}
@@ -777,11 +846,12 @@ def _is_index(v: _Value) -> bool:
 
 def _base_summand(v: _Value, w) -> _Summand | None:
     """The summand holding the base pointer: a bare parameter, preferably pointer-named."""
-    cands = [s for s in v.summands if len(s.factors) == 1 and s.factors[0].param and not s.neg]
+    cands = [s for s in v.summands if len(s.factors) == 1 and s.factors[0].param and not s.neg
+             and not stride_name(s.factors[0].param)]
     if not cands:
         return None
     if len(cands) == 1:
-        return cands[0]
+        return cands[0] if not size_name(cands[0].factors[0].param) or _pointer_like(cands[0].factors[0].param) else None
     for s in cands:
         if _pointer_like(s.factors[0].param):
             return s
@@ -852,7 +922,7 @@ def _classify(name: str, ann: str | None, facts: _Facts, ctx: _Context) -> Param
         return ParamKind.STRIDE
     if size_name(name, ctx.extra_size):
         return ParamKind.SIZE
-    if name in facts.multiplies_index:
+    if name in facts.multiplies_index and name not in facts.times_size:
         return ParamKind.STRIDE
     if _pointer_like(name):
         return ParamKind.POINTER
@@ -948,8 +1018,13 @@ def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
                     f.sources & {IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.LOADED}
                     for f in s.factors
                 )
-                if has_index:
-                    facts.multiplies_index |= {f.param for f in s.factors if f.param}
+                ps = {f.param for f in s.factors if f.param}
+                with_size = any(p in facts.bound or size_name(p, ctx.extra_size) for p in ps)
+                if with_size:
+                    # A stride is never multiplied by a size: `slot * n_steps * dim` is sizes all through.
+                    facts.times_size |= ps
+                elif has_index:
+                    facts.multiplies_index |= ps
 
     defaults = list(args.defaults)
     default_of: dict[str, str] = {}

@@ -41,6 +41,16 @@ class LaunchView:
         """Some launch builds this argument from ``.stride(``: a stride, whatever its name."""
         return any(_mentions_stride(o) for o in self.origins(param))
 
+    def is_size(self, param: str) -> bool:
+        """Every resolved launch fills it with shapes, a product of them or a literal (names lie:
+        a ``dim_stride`` computed as ``dim_size * inner_size`` is a size; SC004 reports it)."""
+        got = self.origins(param)
+        return bool(got) and all(
+            o.kind in (OriginKind.SHAPE, OriginKind.PRODUCT, OriginKind.NUMEL, OriginKind.LITERAL)
+            and not _mentions_stride(o)
+            for o in got
+        )
+
     def contiguous(self, pointer: str) -> bool:
         """Every resolved launch passes a provably contiguous (or freshly allocated) tensor."""
         got = self.origins(pointer)
@@ -94,11 +104,9 @@ def stride_owner(stride: str, kernel: Kernel) -> str | None:
     for i in range(len(toks), 0, -1):
         cands.append("_".join(toks[:i]))
         cands.append("".join(toks[:i]))
-    for i in range(1, len(toks)):
-        cands.append("_".join(toks[i:]))
     first = toks[0]
-    if len(first) >= 2:
-        cands.append(first[:-1])  # stride_am -> a, stride_xm -> x
+    if len(toks) == 1 and len(first) >= 2:
+        cands.append(first[:-1])  # stride_am -> a, stride_xm -> x (not stride_vn_z -> v)
     if re.fullmatch(r"s[a-z]+\d*", stride.lower()):
         cands.append(re.sub(r"\d+$", "", stride.lower())[1:])  # sx0 -> x
     for c in cands:

@@ -19,7 +19,7 @@ from stridecheck.lint.checks._kernel_side import (
     term_dimension,
 )
 from stridecheck.lint.kernels import tensor_of
-from stridecheck.lint.model import IndexSource, StepKind
+from stridecheck.lint.model import IndexSource, ParamKind, StepKind
 
 CODE = "SC001"
 _SLICE_SOURCES = frozenset({IndexSource.LOADED, IndexSource.SCALAR_ARG})
@@ -48,9 +48,12 @@ def check(tree, options):
         accesses = address_accesses(kernel)
 
         def is_stride_term(t) -> bool:
-            return t.step.kind == StepKind.STRIDE or (
-                t.step.kind == StepKind.SIZE and any(view.is_stride(p) for p in t.step.params)
-            )
+            if t.step.kind == StepKind.STRIDE:
+                strides = [p for p in t.step.params if kinds.get(p) == ParamKind.STRIDE]
+                return not all(view.is_size(p) for p in strides)
+            return t.step.kind == StepKind.SIZE and any(view.is_stride(p) for p in t.step.params)
+
+        kinds = {p.name: p.kind for p in kernel.params}
 
         strided = {a.pointer for a in accesses for t in a.terms if is_stride_term(t)}
         for access in accesses:
