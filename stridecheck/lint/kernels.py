@@ -391,7 +391,7 @@ class _Walker:
                 if self.loops and v.block is None and _base_summand(v, self) is None:
                     # An integer carried across iterations (`step += 1`): a loop counter.
                     v = self.collapse(s.target, [v], sources=frozenset({IndexSource.LOOP}) | frozenset(
-                        x for f in _all_factors(v) for x in f.sources))
+                        x for f in _all_factors(v) for x in f.sources), literal=False)
                 self.env[s.target.id] = v
         elif isinstance(s, ast.Expr):
             self.eval(s.value)
@@ -418,6 +418,7 @@ class _Walker:
             self.loop(s)
         elif isinstance(s, ast.While):
             self.eval(s.test)
+            self._loop_carried(s.body)
             self.loops += 1
             self.block(s.body)
             self.loops -= 1
@@ -482,10 +483,25 @@ class _Walker:
                     self.env[t.id] = _Value((
                         _Summand((_Factor(t.id, frozenset({IndexSource.LOOP})),), self.ctx.src.span(t), t.id),
                     ))
+        self._loop_carried(s.body)
         self.loops += 1
         self.block(s.body)
         self.loops -= 1
         self.block(s.orelse)
+
+    def _loop_carried(self, body: list[ast.stmt]) -> None:
+        """Names incremented in a loop body hold a loop counter from the first iteration on."""
+        for st in body:
+            for n in ast.walk(st):
+                if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                    cur = self.env.get(n.target.id)
+                    if cur is not None and cur.block is None and _base_summand(cur, self) is None:
+                        self.env[n.target.id] = self.collapse(
+                            n.target, [cur],
+                            sources=frozenset({IndexSource.LOOP}) | frozenset(
+                                x for f in _all_factors(cur) for x in f.sources),
+                            literal=False,
+                        )
 
     # -- expressions
 

@@ -317,3 +317,52 @@ def k(x_ptr, x_stride, n):
     t = next(t for t in last.terms if t.text == "r * x_stride")
     line = src.splitlines()[t.span.line - 1]
     assert line[t.span.column - 1:t.span.end_column - 1] == "r * x_stride"
+
+
+def test_both_arms_of_an_if_reach_the_access():
+    k = kernel(HEADER + '''
+@triton.jit
+def k(x_ptr, stride_x_spk, stride_x_m, SPLIT: tl.constexpr, BLOCK: tl.constexpr):
+    m = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if SPLIT:
+        ptrs = x_ptr + offs * stride_x_spk + m * stride_x_m
+    else:
+        ptrs = x_ptr + m * stride_x_m + offs
+    x = tl.load(ptrs)
+''')
+    texts = {t.text for a in k.accesses for t in a.terms}
+    assert {"offs * stride_x_spk", "m * stride_x_m", "tl.arange(0, BLOCK)"} <= texts
+    assert "stride_x_spk" in k.used_params
+
+
+def test_helper_call_that_python_could_not_bind_is_not_inlined():
+    m = model(HEADER + '''
+@triton.jit
+def _put(ptr, stride, row, width):
+    tl.store(ptr + row * stride, 0)
+
+
+@triton.jit
+def k(c_ptr, c_stride, width):
+    _put(c_ptr, c_stride, tl.program_id(0))
+''')
+    caller = next(x for x in m.kernels if x.name == "k")
+    assert not any(a.via_helper for a in caller.accesses)
+    assert {"c_ptr", "c_stride"} <= caller.used_params  # handed to a call: counted as used
+
+
+def test_a_multiplier_beside_sizes_is_a_size_and_loop_carried_counters_are_loops():
+    k = kernel(HEADER + '''
+@triton.jit
+def k(buf_ptr, buf_stride, cache_steps, nheads, dim, T, BLOCK: tl.constexpr):
+    b = tl.program_id(0)
+    step = 0
+    for _ in range(T):
+        tl.store(buf_ptr + b * cache_steps * nheads * dim + step * buf_stride + tl.arange(0, BLOCK), 0)
+        step += 1
+''')
+    assert k.param("cache_steps").kind == ParamKind.SIZE or k.param("cache_steps").kind == ParamKind.SCALAR
+    store = k.accesses[0]
+    stepped = next(t for t in store.terms if t.text == "step * buf_stride")
+    assert IndexSource.LOOP in stepped.index.sources

@@ -267,3 +267,26 @@ def test_sc006_loop_counter_times_stride_is_not_reported():
             tl.store(x_ptr + r * x_stride + tl.arange(0, BLOCK), 0)
     ''')
     assert findings(src, "SC006") == []
+
+
+def test_sc002_dimension_never_indexed_goes_to_the_preview_tier():
+    # A 1-D weight's row stride: the weight is addressed by its unit step only.
+    src = HEADER + textwrap.dedent('''
+    @triton.jit
+    def k(y_ptr, y_row_stride, w_ptr, w_row_stride, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        w = tl.load(w_ptr + cols, mask=cols < n_cols)
+        tl.store(y_ptr + row * y_row_stride + cols, w, mask=cols < n_cols)
+    ''')
+    assert findings(src, "SC002", preview=False) == []
+    assert findings(src, "SC002", preview=True) == [(line_of(src, "def k("), "w_row_stride")]
+
+
+def test_sc001_silent_when_every_launch_fills_the_stride_with_sizes():
+    src = SLICE_BY_SCALAR + '''
+def launch(out, col):
+    rows, width = out.shape
+    k[(rows,)](out, 4 * width, col, width, BLOCK=64)
+'''
+    assert findings(src, "SC001") == []
