@@ -35,16 +35,22 @@ Resolution of the uniform
 -------------------------
 Rare tokens win when their ``E`` is tiny, that is when ``v`` is tiny. ``1 - v`` in float32 would
 round ``v`` to a multiple of 2**-24 and cap the noise at about 17.3 nats, so a token 18 nats below
-the best could never be drawn. Instead ``E`` is computed from ``v`` itself where ``v < 2**-8``,
-by the series ``-ln(1 - v) = v + v^2/2 + v^3/3`` (truncation below ``v^3/4 <= 2**-26`` relative),
-and ``v = h * 2**-32 + 2**-33`` is exact in float32 for ``h < 2**24``. Elsewhere ``1 - v`` is
-formed from the complement ``~h`` (its float32 rounding is at most 2**-25 absolute, and exact
-near ``v -> 1``), so the relative error of ``E`` there is at most ``2**-25 / 2**-8 = 2**-17``. So ``E`` resolves all 2**32 hash values in the tail: the smallest is
+the best could never be drawn. Instead, for ``h < 2**23`` (``v < 2**-9``) ``E`` is computed from
+``v`` itself, by the series ``-ln(1 - v) = v + v^2/2 + v^3/3`` (truncation below
+``v^3/4 <= 2**-29`` relative), with ``v`` exact: ``h`` is turned into a float without a
+conversion instruction (the bits ``0x4B000000 | h`` are the float ``2**23 + h``). So ``E``
+resolves every one of the 2**23 smallest hash values: the smallest ``E`` is
 ``-ln(1 - 2**-33) = 1.16e-10``, the largest noise ``ln(2**33) = 22.9`` nats, and the probability
-that a given token's noise exceeds ``y`` is exact to within one hash value out of 2**32, i.e. the
-rate at which a token ``d`` nats below the best is drawn is right for ``d`` up to about 20 nats.
-``tests/kernels/test_noise.py`` checks this map on the smallest hash values and the uniformity of
-``h``; the sampler tests check the resulting distributions by chi-square.
+that a token's noise exceeds ``y`` is exact to within one hash value in 2**32 for every ``y`` above
+``-ln(2**-9) = 6.2`` nats: a token ``d`` nats below the best is drawn at its rate for ``d`` up to
+about 20 nats.
+
+Elsewhere (``v >= 2**-9``) ``w = 1 - v`` is built from the top 23 bits of ``~h``, exact to within
+2**-24, so ``E = -ln w`` has relative error at most ``2**-24 / (w E)``: at most 2**-15 (3e-5) at
+``v = 2**-9``, falling to 2e-7 at ``v = 1/2``; it grows again only where ``w < 2**-12``
+(``E > 8.3``, probability 2.5e-4 per token), noise below -2.1 nats that decides a draw only for a
+token that already leads by several nats. The float64 path (``USE_FP64``) uses exact conversions
+and ``1 - v`` from ``~h`` at full resolution.
 
 GPU fast path
 -------------
@@ -148,11 +154,18 @@ def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
         e2 = tl.where(v < 0.0009765625, series * 1.4426950408889634, -tl.log2(w))
         return -tl.log2(e2)
     else:
-        v = h.to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
-        w = (~h).to(tl.float32) * 2.3283064365386963e-10 + 1.1641532182693481e-10
-        # -log2(1 - v) = log2(e) * (v + v^2/2 + v^3/3 + ...), three terms below 2**-8.
+        # No int->float conversion instructions: they issue at a quarter of the full rate on
+        # Hopper, like the logarithms, and were the bottleneck (benchmarks/NOTES.md, run 2).
+        small = h < 8388608
+        # h < 2**23: the float with bits 0x4B000000 | h is exactly 2**23 + h.
+        h_exact = (h | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+        v = h_exact * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        # -log2(1 - v) = log2(e) * (v + v^2/2 + v^3/3 + ...), three terms below 2**-9.
         series = v * (1.4426950408889634 + v * (0.7213475204444817 + v * 0.48089834696298783))
-        e2 = tl.where(v < 0.00390625, series, -_log2_f32(w, FAST_LOG))
+        # Elsewhere 1 - v from the top 23 bits of ~h: 1 + m * 2**-23, less (1 - 2**-24), is
+        # m * 2**-23 + 2**-24 exactly (Sterbenz), within 2**-24 of 1 - v and never 0.
+        w = (((~h) >> 9) | 0x3F800000).to(tl.float32, bitcast=True) - 0.99999994039535522
+        e2 = tl.where(small, series, -_log2_f32(w, FAST_LOG))
         return -_log2_f32(e2, FAST_LOG)
 
 

@@ -82,7 +82,7 @@ def test_large_vocabulary_residual(device):
     t_row = torch.randn(V, generator=g) * 2
     d_row = t_row + torch.randn(V, generator=g) * 0.7
     target = t_row.cuda().expand(2 * Q, V)
-    draft = d_row.cuda().expand(Q, 1, V)
+    draft = d_row.cuda().expand(1, 1, V)  # one request-state slot (idx_mapping is all 0)
     cu = torch.arange(0, 2 * Q + 1, 2, device="cuda")
     acc = torch.zeros(Q, dtype=torch.int64, device="cuda")
     idx = torch.zeros(Q, dtype=torch.int64, device="cuda")
