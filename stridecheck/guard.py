@@ -173,18 +173,19 @@ class GuardedKernel:
         self.kernel = kernel
         self.contract = contract
         self._check = check
-        self._run = kernel.run
         self._source = source
         functools.update_wrapper(self, _python_function(kernel), updated=())
 
     def __getitem__(self, grid):
-        check, run = self._check, self._run
+        check, kernel = self._check, self.kernel
 
         # What triton's own `kernel[grid]` returns, with the check in front (a closure: the
-        # cheapest callable to build and to call, once per launch).
+        # cheapest callable to build and to call, once per launch). The launch itself stays
+        # spelled `kernel[grid](...)`: that is the form torch.compile recognises as a Triton
+        # launch (calling `kernel.run` would make dynamo trace into Triton's launcher).
         def launch(*args, **kwargs):
             check(*args, **kwargs)
-            return run(*args, grid=grid, warmup=False, **kwargs)
+            return kernel[grid](*args, **kwargs)
 
         return launch
 

@@ -68,3 +68,26 @@ def test_cpu_and_cuda_tensors_are_refused():
     assert f(torch.zeros(3, device="cuda"), torch.zeros(3, device="cuda")) == 1
     with pytest.raises(StrideGuardError, match="y is on cpu but x is on cuda:0"):
         f(torch.zeros(3, device="cuda"), torch.zeros(3))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("form", ["spec", "derived"])
+def test_guarded_kernel_under_torch_compile(form, dynamic):
+    kernel = _kernel()
+    if form == "spec":
+        kernel = stride_guard(x_ptr="M N", out_ptr=Tensor("M N", writes=True), x_stride=stride("x_ptr", 0))(kernel)
+    else:
+        kernel = stride_guard(kernel)
+
+    def f(x, x_stride):
+        out = torch.empty_like(x)
+        kernel[(x.shape[0],)](out, out.stride(0), x, x_stride, x.shape[1], BLOCK=64)
+        return out * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True, dynamic=dynamic)
+    x = torch.randn(8, 50, device="cuda")
+    assert torch.equal(compiled(x, x.stride(0)), x * 2)
+    with pytest.raises(Exception) as info:  # refused while tracing; dynamo wraps the error
+        compiled(x, 7)
+    assert "x_stride" in f"{info.value} {info.value.__cause__!r}"
