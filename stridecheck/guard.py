@@ -104,8 +104,10 @@ address's terms are assigned to the tensor's dimensions): every stride argument 
 stride of a dimension of the tensor it steps, a size that steps a dimension (``col *
 vocab_size``) must equal that dimension's stride, a pointer addressed ``+ offs`` needs unit
 inner stride, a store masked by ``offs < n`` must fit the written tensor, written tensors must
-not overlap, and all tensors share a device. A guarded kernel cannot be called from inside
-another ``@triton.jit`` function: guard the kernel you launch.
+not overlap, and all tensors share a device. A guarded kernel launched inside
+``torch.compile`` (``fullgraph=True`` too) is checked while tracing and launched as the kernel
+itself. It cannot be called from inside another ``@triton.jit`` function: guard the kernel you
+launch.
 
 torch is never imported by this module; tensors are only read through their attributes.
 """
