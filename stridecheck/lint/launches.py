@@ -243,6 +243,7 @@ class _Collector:
         self.is_package = is_package
         self.info = LaunchInfo()
         self._conflicting_aliases: set[str] = set()
+        self._resolving: set[str] = set()
         self.collecting = False  # the first passes: gather call-site facts only, no launches
         self.call_lines: list[int] | None = None  # while collecting: lines calling a function of interest
         self._callers: set[str] = set()
@@ -827,12 +828,17 @@ class _Collector:
                         kind = OriginKind.SHAPE if m[1] == "size" else OriginKind.STRIDE
                         return ArgOrigin(kind, "", _NO_SPAN, tensor=t, dim=i)
             d = dotted(base)
-            if d is not None and d in state.seqs and i is not None:
+            if d is not None and d in state.seqs and i is not None and d not in self._resolving:
                 seq = state.seqs[d]
                 if isinstance(seq, (cst.Tuple, cst.List)) and -len(seq.elements) <= i < len(seq.elements):
                     el = seq.elements[i]
                     if isinstance(el, cst.Element):
-                        return self.origin(el.value, state)
+                        # `grid = (grid[0] * M,)` refers to an older `grid`: never resolve a name in itself.
+                        self._resolving.add(d)
+                        try:
+                            return self.origin(el.value, state)
+                        finally:
+                            self._resolving.discard(d)
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
         if isinstance(node, cst.Call):
             m = _method(node)

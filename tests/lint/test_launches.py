@@ -391,3 +391,8 @@ def test_saved_tensors_keep_the_forward_facts():
     )
     x, y, out = info.launches[0].args
     assert x.contiguous_in_module and not y.contiguous_in_module and out.contiguous_in_module
+
+
+def test_a_sequence_defined_in_terms_of_itself_does_not_recurse():
+    launch = _one("def f(x, M):\n    grid = (4,)\n    grid = (grid[0] * M,)\n    _k[grid](x)\n")
+    assert launch.grid[0].kind.value in ("other", "literal", "product")
