@@ -112,3 +112,28 @@ def test_cli_flags_override_config(tmp_path, cli):
     assert run.code == 1 and "SC000" in run.out
     # --ignore adds to the configuration's ignore list
     assert cli(["lint", "--select", "SC000", "--ignore", "SC000", "k.py"], cwd=tmp_path).code == 0
+
+
+ROW_SUM = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols)
+    tl.store(out_ptr + row, tl.sum(x))
+'''
+
+
+def test_preview_tier_from_flag_or_config(tmp_path, cli):
+    # `row * n_cols` with no launch in the tree: SC003's lower tier, shown only with preview.
+    write(tmp_path / "k.py", ROW_SUM)
+    codes = lambda run: [line.split()[1] for line in run.out.splitlines()]  # noqa: E731
+    assert codes(cli(["lint", "--no-cache", "-q", "k.py"], cwd=tmp_path)) == []
+    run = cli(["lint", "--no-cache", "-q", "--preview", "k.py"], cwd=tmp_path)
+    assert codes(run) == ["SC003"] and run.code == 1
+    write(tmp_path / "pyproject.toml", "[tool.stridecheck]\npreview = true\n")
+    assert codes(cli(["lint", "--no-cache", "-q", "k.py"], cwd=tmp_path)) == ["SC003"]
