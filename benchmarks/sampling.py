@@ -185,7 +185,7 @@ def run_variants(bw: float) -> list[dict]:
     out = []
     for dname, dtype in DTYPES.items():
         for T, V in ((1024, 262144), (256, 151936)):
-            for block, warps in ((2048, 8), (2048, 16), (4096, 8), (4096, 16), (8192, 16)):
+            for block, warps in ((2048, 8), (4096, 16), (8192, 16)):
                 if True:
                     for accurate in (False, True) if (block, warps) == (4096, 16) else (False,):
                         os.environ["GUARDED_KERNELS_ACCURATE_LOG"] = "1" if accurate else "0"
@@ -208,6 +208,27 @@ def run_variants(bw: float) -> list[dict]:
                                    us_graph=round(g, 2), frac_floor=round(nbytes / bw * 1e6 / g, 4))
                         print(json.dumps(row), flush=True)
                         out.append(row)
+    # Few rows: block, warps and programs per multiprocessor (how finely one row is split).
+    for dname, dtype in DTYPES.items():
+        for T in (1, 8):
+            V = 262144
+            for block, warps, per_sm in ((1024, 4, 4), (2048, 8, 4), (2048, 8, 8), (4096, 16, 2), (1024, 4, 8)):
+                orig = sample_mod.launch_config
+
+                def scfg(num_rows, vocab_size, dt, device, use_fp64, block=block, warps=warps, per_sm=per_sm):
+                    progs = per_sm * torch.cuda.get_device_properties(device).multi_processor_count
+                    return block, warps, max(1, min(-(-progs // num_rows), triton.cdiv(vocab_size, block), 512))
+
+                sample_mod.launch_config = scfg
+                try:
+                    calls, nbytes = _sample_calls("guarded_kernels.gumbel_sample", T, V, dtype)
+                    g = _graph_us(calls, replays=10)
+                finally:
+                    sample_mod.launch_config = orig
+                row = dict(impl="gumbel_sample", dtype=dname, T=T, V=V, block=block, warps=warps,
+                           programs_per_sm=per_sm, us_graph=round(g, 2))
+                print(json.dumps(row), flush=True)
+                out.append(row)
     for dname, dtype in DTYPES.items():
         T, V = 1024, 151936
         for block, warps in ((2048, 8), (4096, 8), (4096, 16)):

@@ -51,11 +51,13 @@ def _lse2_block(row_ptr, idx, end, scale, m, s, MASKED: tl.constexpr):
         x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32) * scale
     else:
         x = tl.load(row_ptr + idx).to(tl.float32) * scale
-    m_new = tl.maximum(m, x)
-    # A lane that has seen only -inf keeps sum 0; avoid (-inf) - (-inf).
-    ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-    s = s * tl.exp2(m - ref) + tl.exp2(x - ref)
-    return m_new, s
+    # Online log-sum-exp with one exp2 per element: of 2**(m - max) and 2**(x - max) one is 1,
+    # so s' = s * e + 1 when x is the new maximum and s + e otherwise, e = 2**-|x - m|.
+    # e is 0 for x = -inf (also when m is still -inf, where |x - m| would be NaN).
+    e = tl.where(x == float("-inf"), 0.0, tl.exp2(-tl.abs(x - m)))
+    grow = x > m
+    s = tl.where(grow, s * e + 1.0, s + e)
+    return tl.maximum(m, x), s
 
 
 @triton.jit
@@ -261,7 +263,7 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
         block, warps = 256, 4
     else:
         block, warps = (2048, 8) if dtype == torch.float32 else (4096, 8)
-    programs = 2 * sm_count(device)
+    programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
     return block, warps, splits
 

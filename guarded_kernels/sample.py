@@ -202,11 +202,12 @@ def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: to
     elif use_fp64:
         block, warps = 1024, 8
     else:
-        # Swept on an H200 (benchmarks/NOTES.md): 4096 / 16 warps best for both dtypes at large T.
-        block, warps = 4096, 16
+        # Swept on an H200 (benchmarks/NOTES.md): 4096 / 16 warps best for both dtypes at large T;
+        # with few rows, smaller programs spread one row over more multiprocessors.
+        block, warps = (4096, 16) if num_rows >= 64 else (2048, 8)
     if use_fp64:
         return block, warps, 1
-    programs = 2 * sm_count(device)
+    programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_rows, 1)), triton.cdiv(vocab_size, block), 512))
     return block, warps, splits
 
