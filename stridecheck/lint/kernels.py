@@ -41,8 +41,8 @@ __all__ = ["SourceText", "find_kernels", "build_kernels", "size_name", "stride_n
 
 # ----------------------------------------------------------------------------- names
 
-# A stride by name: `x_stride`, `stride_xm`, `strides_0`, `sx0`, `s_x1`.
-_STRIDE_NAME = re.compile(r"(?i)(stride|^s[a-z]{0,3}_?\d$)")
+# A stride by name: `x_stride`, `stride_xm`, `strides_0`, `sx0`, `state_s_t` (fla's `_s_<dim>`).
+_STRIDE_NAME = re.compile(r"(?i)(stride|^s[a-z]{0,3}_?\d$|^[a-z]\w*_s_[a-z0-9]{1,4}$)")
 # Size words, matched against the `_`-separated (and lower-cased) tokens of a name.
 _SIZE_TOKENS = frozenset(
     """n num size sizes sz len length lens numel count cnt dim dims width cols rows ncols nrows

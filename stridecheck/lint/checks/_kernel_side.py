@@ -98,6 +98,8 @@ def stride_owner(stride: str, kernel: Kernel) -> str | None:
         if p.kind == ParamKind.POINTER:
             bases.setdefault(tensor_of(p.name).lower(), p.name)
     toks = [t for t in _tokens(stride) if t not in ("stride", "strides")]
+    if "s" in toks[1:]:  # fla's `state_s_t`: tensor `state`, stride marker `s`, dimension `t`
+        toks.remove("s")
     if not toks:
         return None
     cands: list[str] = []
