@@ -595,3 +595,29 @@ def test_sc004_host_side_tensor_descriptor(tmp_path, prelude, strides, expected)
     if expected:
         line = src.splitlines()[found[0].span.line - 1]
         assert line[found[0].span.column - 1 : found[0].span.end_column - 1] == "n_cols"
+
+
+def test_sc004_unpaired_stride_silent_when_every_pointer_it_steps_is_contiguous(tmp_path):
+    src = '''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _pool_bwd(grad_ptr, idx_ptr, out_stride_h, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        g = tl.load(grad_ptr + row * out_stride_h + cols, mask=cols < n)
+        tl.store(idx_ptr + row * out_stride_h + cols, g, mask=cols < n)
+
+
+    def pool_bwd(grad, idx):
+        {prelude}
+        h, w = grad.shape
+        _pool_bwd[(h,)](grad, idx, w, w, BLOCK=64)
+    '''
+    loose = lint_tree(tmp_path, {"m.py": src.replace("{prelude}", "pass")})
+    assert "SC004" in [f.code for f in loose]
+    packed = src.replace("{prelude}", "grad = grad.contiguous(); idx = idx.contiguous()")
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": packed}) if f.code == "SC004"] == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.fixes import outer_dim, shape_fix, trailing_dims
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
-from stridecheck.lint.stride_pairs import bounds_of, pair_strides, stride_named
+from stridecheck.lint.stride_pairs import bounds_of, pair_strides, stepped_pointers, stride_named
 
 _SHAPES = (OriginKind.SHAPE, OriginKind.NUMEL, OriginKind.PRODUCT)
 
@@ -84,10 +84,17 @@ def check(tree, options):
                 continue  # a parameter only *used* as a stride and fed a size is a size (SC003's)
             if pairs is None:
                 pairs = pair_strides(kernel)
+                steps = stepped_pointers(kernel)
             pointer = pairs.get(name)
             pointer_arg = bl.bound.get(pointer) if pointer else None
-            if pointer_arg is not None and pointer_arg.kind is OriginKind.TENSOR and pointer_arg.contiguous:
-                # The launcher made the tensor contiguous or allocated it: the packed stride is exact.
+            owners = [pointer] if pointer else sorted(steps.get(name, ())) or [
+                p.name for p in kernel.params if p.kind is ParamKind.POINTER
+            ]
+            if owners and all(
+                (a := bl.bound.get(q)) is not None and a.kind is OriginKind.TENSOR and a.contiguous for q in owners
+            ):
+                # The launcher made the tensor(s) this stride can belong to contiguous or allocated
+                # them: the packed stride is exact.
                 continue
             key = (bl.module.path, o.span)
             if key in reported:
