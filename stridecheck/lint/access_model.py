@@ -288,4 +288,5 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
         model.launches = list(info.launches)
         model.imports = dict(info.imports)
         model.kernel_aliases = dict(info.kernel_aliases)
+        model.allocators = tuple(getattr(info, "allocators", ()))
     return model

@@ -57,6 +57,7 @@ __all__ = ["LaunchInfo", "collect"]
 
 _NO_SPAN = Span(1, 1, 1, 1)
 _LAUNCH_HINT = re.compile(r"\]\s*\(|\.run\s*\(")
+_ALLOC_HINT = re.compile(r"\b(?:empty|zeros|ones|full|new_\w+|\w+_like)\(")
 
 # Allocation functions whose result is a new, contiguous tensor unless a memory_format says otherwise.
 _FRESH_CONTIGUOUS = frozenset(
@@ -81,6 +82,7 @@ class LaunchInfo:
     launches: list[Launch] = field(default_factory=list)
     imports: dict[str, str] = field(default_factory=dict)
     kernel_aliases: dict[str, str] = field(default_factory=dict)
+    allocators: tuple[str, ...] = ()  # module functions that return a fresh contiguous tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,7 @@ class _Tensor:
     fresh: bool = False
     family: str | None = None  # the variable whose storage it views (itself when unknown)
     like_of: str | None = None  # torch.*_like(t) / t.clone(): t
+    alloc_call: str | None = None  # returned by an imported function (resolved by the linker)
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
@@ -764,6 +767,11 @@ class _Collector:
         fname = dotted(node.func) or ""
         if fname in self.summaries:
             return self.summaries[fname]
+        head, _, rest = fname.partition(".")
+        if head in self.info.imports:
+            target = self.info.imports[head] + ("." + rest if rest else "")
+            if target.split(".")[0] not in ("torch", "triton", "numpy", "math"):
+                return _Tensor(alloc_call=target)
         last = fname.split(".")[-1]
         m = _method(node)
         fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
@@ -918,7 +926,8 @@ class _Collector:
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
-                         fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted)
+                         fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
+                         alloc_call=facts.alloc_call)
 
     def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -1122,7 +1131,7 @@ def collect(
         c.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
         c.hint_lines = sorted({source.count("\n", 0, end) + 1 for end in hints})
     c._fn, c._guarded = None, False
-    if scan and ("return" in source):
+    if "return" in source and _ALLOC_HINT.search(source):
         c.summarise(body)
     if scan:
         # Facts that flow into launchers from their callers in this module (`forward` calling
@@ -1172,6 +1181,7 @@ def collect(
         for launch in c.info.launches:
             for a in (*launch.args, *launch.kwargs.values()):
                 a.contiguous_in_module = a.contiguous
+    c.info.allocators = tuple(sorted(c.summaries))
     if scan:
         # Launches at module level (scripts, benchmarks).
         before = len(c.info.launches)

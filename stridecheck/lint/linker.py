@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from stridecheck.lint.model import ArgOrigin, Kernel, Launch, ModuleModel
 
@@ -134,6 +134,10 @@ class Tree:
                 bound = bind(launch, kernel)
                 if bound is None:
                     continue
+                for name, origin in bound.items():
+                    if origin.alloc_call and self._is_allocator(model, origin.alloc_call):
+                        bound[name] = replace(origin, fresh=True, contiguous=True, contiguous_in_module=True,
+                                              vetted=("*",))
                 bl = BoundLaunch(launch, model, kernel, kmodel, bound)
                 self._launches[(kmodel.path, kernel.name)].append(bl)
                 self._bound_launches.append(bl)
@@ -190,6 +194,17 @@ class Tree:
                 return None
         full = imported + ("." + rest if rest else "")
         return self._lookup_absolute(full, hops - 1)
+
+    def _is_allocator(self, model: ModuleModel, full: str) -> bool:
+        """Is ``full`` (as ``model`` imports it) a function of the tree that returns fresh contiguous tensors?"""
+        if full.startswith("."):
+            full = _resolve_relative(model, full) or ""
+        parts = full.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            target = self.module_named(".".join(parts[:cut]))
+            if target is not None:
+                return len(parts) - cut == 1 and parts[-1] in target.allocators
+        return False
 
     def _lookup_absolute(self, full: str, hops: int) -> tuple[ModuleModel, Kernel] | None:
         """``pkg.kernels._k``: the longest prefix that is a module of the tree, then the rest in it."""

@@ -179,6 +179,9 @@ class ArgOrigin:
     contiguous_in_module: bool = False
     # TENSOR built as a host-side `TensorDescriptor(t, shape, strides, ...)`: its `strides` entries.
     descriptor_strides: tuple["ArgOrigin", ...] = ()
+    # TENSOR returned by a call of a function the module imports ("pkg.ops.alloc_output"): the
+    # linker makes it fresh and contiguous when that function is one of its module's `allocators`.
+    alloc_call: str | None = None
 
 
 @dataclass(slots=True)
@@ -219,6 +222,9 @@ class ModuleModel:
     launches: list[Launch] = field(default_factory=list)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> "pkg.mod.name" (resolved relative)
     kernel_aliases: dict[str, str] = field(default_factory=dict)  # variable -> kernel name it holds
+    # module functions every return of which is a fresh contiguous tensor (launch side: a call of
+    # one, from another module, is an allocation)
+    allocators: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- findings

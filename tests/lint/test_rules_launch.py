@@ -621,3 +621,35 @@ def test_sc004_unpaired_stride_silent_when_every_pointer_it_steps_is_contiguous(
     assert "SC004" in [f.code for f in loose]
     packed = src.replace("{prelude}", "grad = grad.contiguous(); idx = idx.contiguous()")
     assert [f.code for f in lint_tree(tmp_path, {"m.py": packed}) if f.code == "SC004"] == []
+
+
+def test_allocation_through_a_function_of_another_module(tmp_path):
+    alloc = '''
+    import torch
+
+
+    def alloc_output(x, contiguous=False):
+        if contiguous:
+            return x.new_empty(x.shape)
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+    def not_an_allocator(x):
+        return x[:, :4]
+    '''
+    ops = '''
+    import torch
+    from .alloc import alloc_output, not_an_allocator
+    from .kernels import _gather_kernel
+
+
+    def gather(pool, slots):
+        n_slots, heads, dim = pool.shape
+        pool = {make}(pool)
+        _gather_kernel[(slots.numel(),)](torch.empty(3), pool, heads * dim, slots, heads * dim, BLOCK=64)
+    '''
+    files = {"pkg/__init__.py": "", "pkg/kernels.py": GATHER_KERNEL, "pkg/alloc.py": alloc}
+    files["pkg/ops.py"] = ops.replace("{make}", "alloc_output")
+    assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == []
+    files["pkg/ops.py"] = ops.replace("{make}", "not_an_allocator")
+    assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == ["SC004"]
