@@ -289,4 +289,5 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
         model.imports = dict(info.imports)
         model.kernel_aliases = dict(info.kernel_aliases)
         model.allocators = tuple(getattr(info, "allocators", ()))
+        model.contiguous_returns = tuple(getattr(info, "contiguous_returns", ()))
     return model

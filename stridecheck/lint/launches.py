@@ -83,6 +83,7 @@ class LaunchInfo:
     imports: dict[str, str] = field(default_factory=dict)
     kernel_aliases: dict[str, str] = field(default_factory=dict)
     allocators: tuple[str, ...] = ()  # module functions that return a fresh contiguous tensor
+    contiguous_returns: tuple[str, ...] = ()  # module functions that return a contiguous tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,9 +379,10 @@ class _Collector:
     # -- functions
 
     def summarise(self, body) -> None:
-        """Module functions every return of which is a fresh contiguous tensor (``alloc_output(x)``
-        returning ``x.new_empty(x.shape)`` or ``torch.empty_like(x, memory_format=...)``): a call of
-        one is an allocation. Only small functions, so that this stays cheap."""
+        """Module functions every return of which is a contiguous tensor (``alloc_output(x)``
+        returning ``x.new_empty(x.shape)`` or ``torch.empty_like(x, memory_format=...)``: a call of
+        one is an allocation; ``dim_compress`` returning ``x.permute(...).contiguous()``). Only small
+        functions, so that this stays cheap."""
         for stmt in body:
             if not isinstance(stmt, cst.FunctionDef) or len(stmt.body.body) > 12:
                 continue
@@ -388,8 +390,9 @@ class _Collector:
             self._fn, self._guarded = stmt.name.value, False
             exits = self.block(_stmts(stmt.body), _State(), False)
             returns, self._returns = self._returns, None
-            if returns and exits and all(r is not None and r.fresh and r.contiguous for r in returns):
-                self.summaries[stmt.name.value] = _Tensor(contiguous=True, fresh=True)
+            if returns and exits and all(r is not None and r.contiguous for r in returns):
+                fresh = all(r.fresh for r in returns)
+                self.summaries[stmt.name.value] = _Tensor(contiguous=True, fresh=fresh)
 
     def functions(self, body, scan: bool) -> None:
         """Walk defs (top level, in classes, nested) and analyse those that may hold a launch."""
@@ -1181,7 +1184,8 @@ def collect(
         for launch in c.info.launches:
             for a in (*launch.args, *launch.kwargs.values()):
                 a.contiguous_in_module = a.contiguous
-    c.info.allocators = tuple(sorted(c.summaries))
+    c.info.allocators = tuple(sorted(n for n, t in c.summaries.items() if t.fresh))
+    c.info.contiguous_returns = tuple(sorted(c.summaries))
     if scan:
         # Launches at module level (scripts, benchmarks).
         before = len(c.info.launches)

@@ -135,9 +135,13 @@ class Tree:
                 if bound is None:
                     continue
                 for name, origin in bound.items():
-                    if origin.alloc_call and self._is_allocator(model, origin.alloc_call):
-                        bound[name] = replace(origin, fresh=True, contiguous=True, contiguous_in_module=True,
-                                              vetted=("*",))
+                    if origin.alloc_call:
+                        kind = self._returns_contiguous(model, origin.alloc_call)
+                        if kind == "fresh":
+                            bound[name] = replace(origin, fresh=True, contiguous=True, contiguous_in_module=True,
+                                                  vetted=("*",))
+                        elif kind == "contiguous":
+                            bound[name] = replace(origin, contiguous=True, contiguous_in_module=True)
                 bl = BoundLaunch(launch, model, kernel, kmodel, bound)
                 self._launches[(kmodel.path, kernel.name)].append(bl)
                 self._bound_launches.append(bl)
@@ -195,16 +199,21 @@ class Tree:
         full = imported + ("." + rest if rest else "")
         return self._lookup_absolute(full, hops - 1)
 
-    def _is_allocator(self, model: ModuleModel, full: str) -> bool:
-        """Is ``full`` (as ``model`` imports it) a function of the tree that returns fresh contiguous tensors?"""
+    def _returns_contiguous(self, model: ModuleModel, full: str) -> str | None:
+        """"fresh" / "contiguous" when ``full`` (as ``model`` imports it) is a function of the tree
+        whose every return is a new contiguous tensor / a contiguous tensor; else None."""
         if full.startswith("."):
             full = _resolve_relative(model, full) or ""
         parts = full.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             target = self.module_named(".".join(parts[:cut]))
             if target is not None:
-                return len(parts) - cut == 1 and parts[-1] in target.allocators
-        return False
+                if len(parts) - cut != 1:
+                    return None
+                if parts[-1] in target.allocators:
+                    return "fresh"
+                return "contiguous" if parts[-1] in target.contiguous_returns else None
+        return None
 
     def _lookup_absolute(self, full: str, hops: int) -> tuple[ModuleModel, Kernel] | None:
         """``pkg.kernels._k``: the longest prefix that is a module of the tree, then the rest in it."""

@@ -225,6 +225,9 @@ class ModuleModel:
     # module functions every return of which is a fresh contiguous tensor (launch side: a call of
     # one, from another module, is an allocation)
     allocators: tuple[str, ...] = ()
+    # module functions every return of which is a contiguous tensor (not necessarily a new one:
+    # `return x.permute(order).contiguous()`)
+    contiguous_returns: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- findings

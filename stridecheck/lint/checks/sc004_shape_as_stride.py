@@ -91,10 +91,12 @@ def check(tree, options):
                 p.name for p in kernel.params if p.kind is ParamKind.POINTER
             ]
             if owners and all(
-                (a := bl.bound.get(q)) is not None and a.kind is OriginKind.TENSOR and a.contiguous for q in owners
+                (a := bl.bound.get(q)) is not None and a.kind is OriginKind.TENSOR
+                and (a.contiguous or a.contiguous_in_module)
+                for q in owners
             ):
-                # The launcher made the tensor(s) this stride can belong to contiguous or allocated
-                # them: the packed stride is exact.
+                # The launcher (or every caller of it in the module) made the tensor(s) this stride
+                # can belong to contiguous or allocated them: the packed stride is exact.
                 continue
             key = (bl.module.path, o.span)
             if key in reported:
