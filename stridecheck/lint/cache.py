@@ -1,6 +1,8 @@
 """The per-file model cache, ``.stridecheck_cache/`` at the project root (as ruff's ``.ruff_cache``).
 
-What is cached is the outcome of building one file's model (the ``ModuleModel``, or the parse
+The cache key of the whole file is the linter's version, the analysis options and a hash of
+the model-building code (:func:`builder_fingerprint`). What is cached is the outcome of building
+one file's model (the ``ModuleModel``, or the parse
 failure), never findings: the rules always run over every model of the tree, so cross-file rules
 stay right when only some files changed. One pickle per (linter version, analysis options)
 holds ``{(path, module): (content digest, outcome)}``; an entry is used only when the file's
@@ -36,6 +38,23 @@ def _code_fingerprint() -> str:
         except OSError:
             continue
     return digest.hexdigest()
+
+
+def builder_fingerprint() -> str:
+    """A hash of the code that builds models (the modules of ``stridecheck.lint``, rules aside).
+
+    The linter's version alone is not enough in a checkout or an editable install, where the
+    model builders change without a release: a model pickled by older code would come back with
+    missing fields (the dataclasses use slots) or stale contents.
+    """
+    h = hashlib.blake2b(digest_size=8)
+    package = Path(__file__).resolve().parent
+    for source in sorted(package.glob("*.py")):
+        try:
+            h.update(source.name.encode() + b"\0" + source.read_bytes())
+        except OSError:
+            h.update(source.name.encode() + b"\0?")
+    return h.hexdigest()
 
 
 class Cache:

@@ -25,6 +25,7 @@ import io
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import tokenize
 import traceback
@@ -258,7 +259,35 @@ def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
 #   ("model", ModuleModel) | ("parse", reason, line, column) | ("internal", message)
 
 
+# The model builders recurse over expression trees; real generated kernels nest deeper than
+# CPython's default limit of 1,000 frames. Each file is analysed on a thread with a large stack
+# (reserved, committed only as used) under a higher limit, so depth is not a crash or a failure.
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 20_000
+
+
 def build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
+    """Analyse one file: ``("model", ModuleModel)``, ``("parse", reason, line, column)`` or
+    ``("internal", message)``; never raises."""
+    outcome: list[tuple] = []
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+    try:
+        old_size = threading.stack_size(DEEP_STACK_BYTES)
+        try:
+            worker = threading.Thread(target=lambda: outcome.append(_build_one(task)), name="stridecheck-build")
+            worker.start()
+        finally:
+            threading.stack_size(old_size)
+        worker.join()
+    except (RuntimeError, ValueError):  # no threads or no large stacks here: analyse in place
+        outcome.append(_build_one(task))
+    finally:
+        sys.setrecursionlimit(old_limit)
+    return outcome[0] if outcome else ("internal", "the analysis thread ended without a result")
+
+
+def _build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
     path, text, module, options, syntax_only = task
     try:
         if syntax_only:

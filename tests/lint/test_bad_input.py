@@ -107,3 +107,15 @@ def test_named_file_without_triton_gets_a_syntax_check_only(tmp_path, cli):
     run, findings = _lint_json(cli, tmp_path, "plain.py", "new_syntax.py")
     assert [(f["path"], f["code"]) for f in findings] == [("plain.py", "SC000")]
     assert "syntax error" in findings[0]["message"] and findings[0]["line"] in (1, 2)  # libcst's position
+
+
+def test_long_expression_chains_are_analysed_not_failed(tmp_path, cli):
+    # A generated kernel summing 1,500 terms: valid Python whose tree is deeper than CPython's
+    # default recursion limit; the engine analyses it on a large stack instead of failing.
+    chain = " + ".join(["v"] * 1500)
+    write(tmp_path / "chain.py", KERNEL_OK.replace(
+        "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n",
+        f"    v = tl.load(x_ptr + offs, mask=mask)\n    acc = {chain}\n    tl.store(y_ptr + offs, acc, mask=mask)\n",
+    ))  # fmt: skip
+    run, findings = _lint_json(cli, tmp_path, "chain.py")
+    assert "internal error" not in run.err and findings == [] and run.code == 0
