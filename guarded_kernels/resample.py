@@ -46,11 +46,8 @@ _LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit
-def _lse2_block(row_ptr, idx, end, scale, m, s, MASKED: tl.constexpr):
-    if MASKED:
-        x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32) * scale
-    else:
-        x = tl.load(row_ptr + idx).to(tl.float32) * scale
+def _lse2_block(x, scale, m, s):
+    x = x.to(tl.float32) * scale
     # Online log-sum-exp with one exp2 per element: of 2**(m - max) and 2**(x - max) one is 1,
     # so s' = s * e + 1 when x is the new maximum and s + e otherwise, e = 2**-|x - m|.
     # e is 0 for x = -inf (also when m is still -inf, where |x - m| would be NaN).
@@ -111,11 +108,18 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr):
     m = tl.full((BLOCK,), float("-inf"), tl.float32)
     s = tl.zeros((BLOCK,), tl.float32)
     # Full blocks unmasked (vectorised loads), then the masked tail block.
+    # The next block is loaded before this one is reduced (at the end the last block is loaded
+    # again: in bounds, unused), so memory latency overlaps the arithmetic.
     full_end = start + tl.maximum(end - start, 0) // BLOCK * BLOCK
-    for off in range(start, full_end, BLOCK):
-        m, s = _lse2_block(row_ptr, off + lanes, end, scale, m, s, False)
+    if full_end > start:
+        x_next = tl.load(row_ptr + start + lanes)
+        for off in range(start, full_end, BLOCK):
+            x = x_next
+            x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+            m, s = _lse2_block(x, scale, m, s)
     if full_end < end:
-        m, s = _lse2_block(row_ptr, full_end + lanes, end, scale, m, s, True)
+        tail = full_end + lanes
+        m, s = _lse2_block(tl.load(row_ptr + tail, mask=tail < end, other=float("-inf")), scale, m, s)
     mx = tl.max(m, 0)
     ref = tl.where(mx == float("-inf"), 0.0, mx)
     total = tl.sum(s * tl.exp2(m - ref), 0)

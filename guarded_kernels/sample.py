@@ -42,7 +42,7 @@ def _row_argmax(best_val, best_idx):
 
 @triton.jit
 def _sample_block(
-    logits_row_ptr,
+    x,
     source_row_ptr,
     cache_row_ptr,
     idx,
@@ -58,22 +58,17 @@ def _sample_block(
     USE_FP64: tl.constexpr,
     FAST_LOG: tl.constexpr,
 ):
-    """One block of a row: cache the raw values, add the noise, update the per-lane maximum."""
-    if MASKED:
-        mask = idx < end
-        x = tl.load(logits_row_ptr + idx, mask=mask, other=float("-inf"))
-    else:
-        x = tl.load(logits_row_ptr + idx)
+    """One loaded block ``x`` of a row: cache the raw values, add the noise, update the maximum."""
     if HAS_CACHE:
         # The raw input values, before any temperature: a bit-exact copy.
         if HAS_SOURCE:
             if MASKED:
-                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx, mask=mask), mask=mask)
+                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx, mask=idx < end), mask=idx < end)
             else:
                 tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx))
         else:
             if MASKED:
-                tl.store(cache_row_ptr + idx, x, mask=mask)
+                tl.store(cache_row_ptr + idx, x, mask=idx < end)
             else:
                 tl.store(cache_row_ptr + idx, x)
     if USE_FP64:
@@ -168,18 +163,26 @@ def _gumbel_sample_kernel(
         if HAS_CACHE:
             col = tl.load(cache_col_ptr + row * cache_col_stride_0).to(tl.int64)
             cache_row_ptr = cache_ptr + slot * cache_stride_0 + col * cache_stride_1
-        # Full blocks without a mask (so loads vectorise), then one masked tail block.
+        # Full blocks without a mask (so loads vectorise), then one masked tail block. The next
+        # block is loaded before this one is computed, so its memory latency overlaps the noise
+        # arithmetic (at the end the last block is loaded again: in bounds, never used).
+        logits_row_ptr = logits_ptr + row * logits_stride_0
+        source_row_ptr = source_ptr + row * source_stride_0
         full_end = start + ((end - start) // BLOCK) * BLOCK
-        for off in range(start, full_end, BLOCK):
-            best_val, best_idx = _sample_block(
-                logits_ptr + row * logits_stride_0, source_ptr + row * source_stride_0, cache_row_ptr,
-                off + lanes, end, key, scale_f, greedy, best_val, best_idx,
-                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
-            )
+        if full_end > start:
+            x_next = tl.load(logits_row_ptr + start + lanes)
+            for off in range(start, full_end, BLOCK):
+                x = x_next
+                x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+                best_val, best_idx = _sample_block(
+                    x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, greedy, best_val, best_idx,
+                    False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                )
         if full_end < end:
+            tail = full_end + lanes
+            x = tl.load(logits_row_ptr + tail, mask=tail < end, other=float("-inf"))
             best_val, best_idx = _sample_block(
-                logits_ptr + row * logits_stride_0, source_ptr + row * source_stride_0, cache_row_ptr,
-                full_end + lanes, end, key, scale_f, greedy, best_val, best_idx,
+                x, source_row_ptr, cache_row_ptr, tail, end, key, scale_f, greedy, best_val, best_idx,
                 True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
             )
         m, win = _row_argmax(best_val, best_idx)
