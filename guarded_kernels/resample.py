@@ -202,7 +202,9 @@ def _resample_kernel(
         residual = (temp != 0.0) & (accepted < num_drafts)
     else:
         residual = temp != temp  # always False, as a scalar tensor like the other branch
-    start = split * chunk_size
+    # A column inside one row: below V < 2**31 (the launcher checks), so int32 cannot wrap;
+    # keeping token ids 32-bit saves 64-bit integer work on every element.
+    start = split * chunk_size  # stridecheck: ignore[SC006]
     end = tl.minimum(start + chunk_size, vocab_size)
     target_row_ptr = target_ptr + row * target_stride_0
     draft_row_ptr = draft_ptr + slot * draft_stride_0 + accepted * draft_stride_1
@@ -337,6 +339,8 @@ def resample(
         return out
     if vocab_size == 0:
         raise ValueError("resample: target_logits has 0 columns; there is no token to draw")
+    if vocab_size >= 2**31:
+        raise ValueError(f"resample: V = {vocab_size} >= 2**31; token ids are 32-bit in the kernel")
     has_draft = draft_logits is not None
     if has_draft:
         width = draft_logits.shape[2]

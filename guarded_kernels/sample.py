@@ -151,7 +151,9 @@ def _gumbel_sample_kernel(
             scale_f = scale.to(tl.float64)
         else:
             scale_f = scale
-        start = split * chunk_size
+        # A column inside one row: below V < 2**31 (the launcher checks), so int32 cannot wrap;
+        # keeping token ids 32-bit saves 64-bit integer work on every element.
+        start = split * chunk_size  # stridecheck: ignore[SC006]
         end = tl.minimum(start + chunk_size, vocab_size)
         lanes = tl.arange(0, BLOCK)
         if USE_FP64:
@@ -282,6 +284,8 @@ def gumbel_sample(
         return out
     if vocab_size == 0:
         raise ValueError("gumbel_sample: logits has 0 columns; there is no token to draw")
+    if vocab_size >= 2**31:
+        raise ValueError(f"gumbel_sample: V = {vocab_size} >= 2**31; token ids are 32-bit in the kernel")
     has_cache = logits_cache is not None
     has_source = logits_cache_source is not None
     if has_source and not has_cache:
