@@ -387,8 +387,13 @@ def _contract_layouts(fn, argument: str) -> tuple[str, ...]:
 def _variant_in_child(conn, call, baseline, target, layout, stride0) -> None:
     import faulthandler
 
+    import torch
+
     # A crash here is expected and reported by the parent, with the variant that caused it.
     faulthandler.disable()
+    # A forked child has none of the parent's OpenMP worker threads, and its first parallel
+    # region would wait for them forever; one thread runs every torch CPU op inline.
+    torch.set_num_threads(1)
     try:
         variant = _run(call, baseline, target, layout, stride0)[0]
     except BaseException as err:  # noqa: BLE001 - report, do not lose it, in the parent

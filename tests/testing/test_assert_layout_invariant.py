@@ -371,3 +371,34 @@ def test_outputs_inside_dataclasses_and_numpy_arrays_are_compared_element_by_ele
     assert len(report.passed) == 3
     with pytest.raises(LayoutError, match=r"return value\.rows differs at \[1, 0\]"):
         assert_layout_invariant(stats, torch.randn(3, 4), layouts="padded_last")
+
+
+ISOLATE_AFTER_OPENMP = """
+import torch
+from stridecheck.testing import assert_layout_invariant
+torch.randn(1 << 20).mul(2).sum()  # the parent's OpenMP worker threads are up
+report = assert_layout_invariant(lambda x: x * 2, torch.randn(512, 257), isolate=True)
+print(len(report.passed))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fork and process groups are POSIX")
+def test_isolate_does_not_hang_when_the_parent_used_openmp():
+    # Regression: a forked child's first parallel torch op waited forever for OpenMP workers
+    # that only exist in the parent. Run apart, in its own process group, to kill it on a hang.
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ISOLATE_AFTER_OPENMP],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("isolate=True hung after the parent had used OpenMP")
+    assert proc.returncode == 0, err
+    assert out.split() == ["3"]
