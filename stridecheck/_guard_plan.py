@@ -20,6 +20,8 @@ from __future__ import annotations
 import inspect
 import linecache
 import logging
+import numbers
+import threading
 from dataclasses import dataclass
 
 from stridecheck._guard_spec import ArgRule, Contract, StrideGuardError
@@ -31,6 +33,11 @@ log = logging.getLogger("stridecheck.guard")
 class Violation:
     key: tuple  # stable identity of the failing check, for warn-once
     message: str
+
+
+# The builtins generated code calls, under names no parameter can take (``_sg_`` is reserved):
+# a launcher may well have a parameter named ``min`` or ``len``, which would shadow them.
+BUILTINS = {"_sg_len": len, "_sg_min": min, "_sg_isinstance": isinstance, "_sg_int": int}
 
 
 class _Flag(Exception):
@@ -89,7 +96,9 @@ def _dt(d) -> str:
 
 
 def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) or type(x).__name__ == "SymInt"
+    # numbers.Integral: Python and NumPy integers (and bool, an int, as the fast detector's
+    # isinstance(x, int) reads it); SymInt: a size traced by torch.compile.
+    return isinstance(x, numbers.Integral) or type(x).__name__ == "SymInt"
 
 
 def explain(contract: Contract, values: dict) -> list[Violation]:
@@ -171,6 +180,23 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
             elif dim.kind == "min_name":
                 deferred.append((rule, d, dim, size))
         empty = 0 in shape  # no element: strides are irrelevant
+        # A written view whose elements share memory first: its fix (a tensor of its own) also
+        # mends an expanded last dim, where the inner-stride fix (inner_stride=None) would not.
+        if rule.writes and overlaps(shape, strides):
+            bad = next(((d, sz, st) for d, (sz, st) in enumerate(zip(shape, strides)) if st == 0 and sz > 1), None)
+            why = (
+                f"dim {bad[0]} has stride 0 and size {bad[1]} (an expanded view)"
+                if bad
+                else f"its strides {list(strides)} make dims of shape {list(shape)} overlap"
+            )
+            out.append(
+                Violation(
+                    (rule.name, "overlap"),
+                    f"{fn}: {rule.name} is written but two of its elements share memory: {why}; concurrent programs "
+                    f"would race on the same address — pass a tensor that owns its memory ({rule.name}.clone(), "
+                    f"or torch.empty(...))",
+                )
+            )
         if not empty and rule.inner_stride is not None and nd >= 1 and shape[-1] > 1 and strides[-1] != rule.inner_stride:
             out.append(
                 Violation(
@@ -189,21 +215,6 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
                         f"{fn}: {rule.name} dim {d} has negative stride {st}; pass a copy with non-negative strides",
                     )
                 )
-        if rule.writes and overlaps(shape, strides):
-            bad = next(((d, sz, st) for d, (sz, st) in enumerate(zip(shape, strides)) if st == 0 and sz > 1), None)
-            why = (
-                f"dim {bad[0]} has stride 0 and size {bad[1]} (an expanded view)"
-                if bad
-                else f"its strides {list(strides)} make dims of shape {list(shape)} overlap"
-            )
-            out.append(
-                Violation(
-                    (rule.name, "overlap"),
-                    f"{fn}: {rule.name} is written but two of its elements share memory: {why}; concurrent programs "
-                    f"would race on the same address — pass a tensor that owns its memory ({rule.name}.clone(), "
-                    f"or torch.empty(...))",
-                )
-            )
         if rule.dtypes is not None and x.dtype not in rule.dtypes:
             want = " or ".join(_dt(d) for d in rule.dtypes)
             out.append(
@@ -264,18 +275,32 @@ class Reporter:
         self.contract = contract
         self.mode = mode
         self.warned: set = set()
+        self._lock = threading.Lock()
 
     def __call__(self, values: dict) -> None:
         violations = explain(self.contract, values)
         if not violations:
             return
         if self.mode == "warn":
-            for v in violations:
-                if v.key not in self.warned:
-                    self.warned.add(v.key)
-                    log.warning("%s", v.message)
+            warn_once(self, violations)
             return
         raise StrideGuardError(violations[0].message) from None
+
+
+def warn_once(reporter, violations: list[Violation]) -> None:
+    """Log each violation whose key ``reporter`` has not logged yet, once even under threads.
+
+    The test and the insertion are one step under the reporter's lock (launchers are called
+    from several threads: data loaders, serving workers); the logging runs outside it.
+    """
+    new = []
+    with reporter._lock:
+        for v in violations:
+            if v.key not in reporter.warned:
+                reporter.warned.add(v.key)
+                new.append(v)
+    for v in new:
+        log.warning("%s", v.message)
 
 
 # ----------------------------------------------------------------------------- generate
@@ -295,7 +320,7 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
 
     Names are tracked statically through the signature order: "bound" (every path that reaches
     here bound it), "maybe" (some path did: test for None first), absent (never: bind now).
-    The common device is tracked the same way under the key "_dev".
+    The common device is tracked the same way under the key "<device>".
     """
     w = _Writer()
     w.depth = 2
@@ -356,20 +381,20 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
         w(f"{t} = {a}.stride()")
         n = len(rule.dims)
         if rule.ellipsis:
-            w(f"if len({s}) < {n}: raise _sg_Flag")
+            w(f"if _sg_len({s}) < {n}: raise _sg_Flag")
             idx = [f"{k - n}" for k in range(n)]
         else:
-            w(f"if len({s}) != {n}: raise _sg_Flag")
+            w(f"if _sg_len({s}) != {n}: raise _sg_Flag")
             idx = [f"{k}" for k in range(n)]
         for k, dim in enumerate(rule.dims):
             size_check(dim, f"{s}[{idx[k]}]", guard)
         if rule.inner_stride is not None and (n >= 1 or rule.ellipsis):
             if n == 0:  # only '...': ndim may be 0
-                w(f"if len({s}) and {s}[-1] > 1 and {t}[-1] != {rule.inner_stride}: raise _sg_Flag")
+                w(f"if _sg_len({s}) and {s}[-1] > 1 and {t}[-1] != {rule.inner_stride}: raise _sg_Flag")
             else:
                 w(f"if {s}[-1] > 1 and {t}[-1] != {rule.inner_stride}: raise _sg_Flag")
         if rule.ellipsis:
-            w(f"if {t} and min({t}) < 0: raise _sg_Flag")
+            w(f"if {t} and _sg_min({t}) < 0: raise _sg_Flag")
         elif n:
             w("if " + " or ".join(f"{t}[{k}] < 0" for k in range(n)) + ": raise _sg_Flag")
         if rule.writes:
@@ -382,7 +407,7 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
             op = "not in" if len(rule.dtypes) > 1 else "is not"
             w(f"if {a}.dtype {op} _sg_dt{i}: raise _sg_Flag")
         if n_tensors > 1:
-            bind("_dev", "_sg_dev", f"{a}.device")
+            bind("<device>", "_sg_dev", f"{a}.device")  # not an identifier: no dim name can collide
 
     for i, rule in enumerate(contract.rules):
         a = rule.name
@@ -395,10 +420,10 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
             w(f"if {a} is not None:")
             w.depth += 1
         if rule.kind == "auto":
-            w(f"if isinstance({a}, int):")
+            w(f"if _sg_isinstance({a}, _sg_int):")
             w.depth += 1
             mark = len(w.lines)
-            size_check(rule.dims[0], a, f"{a} is not None and isinstance({a}, int)")
+            size_check(rule.dims[0], a, f"{a} is not None and _sg_isinstance({a}, _sg_int)")
             if len(w.lines) == mark:
                 w("pass")
             int_state = state
@@ -406,7 +431,7 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
             w.depth -= 1
             w("else:")
             w.depth += 1
-            tensor_checks(i, rule, f"{a} is not None and not isinstance({a}, int)")
+            tensor_checks(i, rule, f"{a} is not None and not _sg_isinstance({a}, _sg_int)")
             w.depth -= 1
             state = merge(int_state, state)
         else:
@@ -493,7 +518,7 @@ def _values_text(contract: Contract) -> str:
 def generate_wrapper(fn, contract: Contract, reporter: Reporter):
     """A function with ``fn``'s signature that checks, then returns ``fn(...)``."""
     sig = inspect.signature(fn)
-    ns: dict = {"_sg_fn": fn, "_sg_Flag": _Flag, "_sg_report": reporter, "_sg_overlaps": overlaps}
+    ns: dict = {**BUILTINS, "_sg_fn": fn, "_sg_Flag": _Flag, "_sg_report": reporter, "_sg_overlaps": overlaps}
     params, call = _signature_text(sig, ns, kernel=False)
     body = _check_body(contract, ns)
     src = "\n".join(
@@ -513,7 +538,7 @@ def generate_wrapper(fn, contract: Contract, reporter: Reporter):
 def generate_kernel_check(pyfn, contract: Contract, reporter: Reporter):
     """A function taking a kernel launch's arguments (and launch options) that only checks."""
     sig = inspect.signature(pyfn)
-    ns: dict = {"_sg_Flag": _Flag, "_sg_report": reporter, "_sg_overlaps": overlaps}
+    ns: dict = {**BUILTINS, "_sg_Flag": _Flag, "_sg_report": reporter, "_sg_overlaps": overlaps}
     params, _ = _signature_text(sig, ns, kernel=True)
     body = _check_body(contract, ns)
     src = "\n".join(
@@ -590,10 +615,10 @@ def _traced_body(contract: Contract, ns: dict) -> list[str]:
         w(f"if {a} is not None:")
         w.depth += 1
         if rule.kind == "auto":
-            w(f"if isinstance({a}, (int, _sg_SymInt)):")
+            w(f"if _sg_isinstance({a}, (_sg_int, _sg_SymInt)):")
             w.depth += 1
             w("pass")
-            size_check(rule, rule.dims[0], a, a, deferred, f"isinstance({a}, (int, _sg_SymInt))")
+            size_check(rule, rule.dims[0], a, a, deferred, f"_sg_isinstance({a}, (_sg_int, _sg_SymInt))")
             w.depth -= 1
             w("else:")
             w.depth += 1
@@ -603,10 +628,10 @@ def _traced_body(contract: Contract, ns: dict) -> list[str]:
         w(f"{t} = {a}.stride()")
         n = len(rule.dims)
         if rule.ellipsis:
-            fail(f"len({s}) < {n}", f"{fn}: {a} needs at least {n} dims ({rule.spec_text!r})")
+            fail(f"_sg_len({s}) < {n}", f"{fn}: {a} needs at least {n} dims ({rule.spec_text!r})")
         else:
-            fail(f"len({s}) != {n}", f"{fn}: {a} needs {n} dims ({rule.spec_text!r})")
-        guard = f"{a} is not None" + (f" and not isinstance({a}, (int, _sg_SymInt))" if rule.kind == "auto" else "")
+            fail(f"_sg_len({s}) != {n}", f"{fn}: {a} needs {n} dims ({rule.spec_text!r})")
+        guard = f"{a} is not None" + (f" and not _sg_isinstance({a}, (_sg_int, _sg_SymInt))" if rule.kind == "auto" else "")
         for k, dim in enumerate(rule.dims):
             idx = k - n if rule.ellipsis else k
             size_check(rule, dim, f"{s}[{idx}]", f"{a} dim {idx}", deferred, guard)
@@ -614,7 +639,7 @@ def _traced_body(contract: Contract, ns: dict) -> list[str]:
         if rule.inner_stride is not None and (n >= 1 or rule.ellipsis):
             cond = f"({s}[-1] <= 1) | ({t}[-1] == {rule.inner_stride}) | _sg_empty{i}"
             if n == 0:
-                cond = f"(len({s}) == 0) or {cond}"
+                cond = f"(_sg_len({s}) == 0) or {cond}"
             check(cond, f"{fn}: {a} must have stride {rule.inner_stride} on its last dim")
         w(f"for _sg_x in {t}:")
         w(f"    _sg_expect(_sg_x >= 0, {f'{fn}: {a} has a negative stride'!r})")
@@ -693,6 +718,7 @@ def generate_traced(fn, contract: Contract):
 
     sig = inspect.signature(fn)
     ns: dict = {
+        **BUILTINS,
         "_sg_fn": fn,
         "_sg_expect": expect,
         "_sg_SymInt": torch.SymInt,

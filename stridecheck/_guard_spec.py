@@ -190,8 +190,13 @@ def build_contract(fn, specs: dict, writes: tuple[str, ...] = (), *, params: lis
             ``>=`` form, a ``stride()`` naming no tensor argument.
     """
     name = getattr(fn, "__name__", repr(fn))
+    variadic: set[str] = set()
     if params is None:
-        params = list(inspect.signature(fn).parameters)
+        sig = inspect.signature(fn)
+        params = list(sig.parameters)
+        variadic = {
+            p.name for p in sig.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        }
     for p in params:
         if p.startswith("_sg_"):
             raise StrideGuardError(f"stride_guard on {name}: parameter names starting with '_sg_' are reserved")
@@ -205,6 +210,12 @@ def build_contract(fn, specs: dict, writes: tuple[str, ...] = (), *, params: lis
         where = f"stride_guard on {name}, {arg}"
         if arg not in params:
             raise StrideGuardError(f"stride_guard on {name}: no parameter named {arg!r} (parameters: {', '.join(params)})")
+        if arg in variadic:
+            # A spec reads one value; *args / **kwargs collect a tuple / dict, never a tensor.
+            raise StrideGuardError(
+                f"{where}: {arg!r} is a *args or **kwargs parameter (it collects a tuple or dict of "
+                "arguments), which a spec cannot describe; give the tensor a parameter of its own"
+            )
         pos = params.index(arg)
         if isinstance(spec, str):
             dims, ell = parse_dims(spec, where)
@@ -227,13 +238,16 @@ def build_contract(fn, specs: dict, writes: tuple[str, ...] = (), *, params: lis
                 )
             )
         elif isinstance(spec, stride):
-            if spec.tensor not in params:
+            if spec.tensor not in params or spec.tensor in variadic:
                 raise StrideGuardError(f"{where}: stride({spec.tensor!r}, {spec.dim}) names no parameter of {name}")
             rules.append(ArgRule(arg, pos, "stride", repr(spec), stride_of=(spec.tensor, spec.dim), required=spec.required))
         else:
             raise StrideGuardError(
                 f"{where}: a spec is a string like 'T V', a Tensor('T V', ...) or a stride('x', 0), got {spec!r}"
             )
+    for r in rules:
+        if r.name in writes and r.kind == "stride":
+            raise StrideGuardError(f"stride_guard on {name}: writes names {r.name!r}, an integer stride argument, not a tensor")
     rules.sort(key=lambda r: r.position)
     bound = {d.name for r in rules for d in r.dims if d.kind == "name"}
     for r in rules:

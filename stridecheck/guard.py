@@ -208,6 +208,10 @@ class GuardedKernel:
 
 
 def _wrap(obj, specs: dict, writes, mode: str):
+    if isinstance(obj, (staticmethod, classmethod)):
+        # Guard the function inside and keep the binding: a bare function in a class body would
+        # become an instance method and be handed `self` as its first argument.
+        return type(obj)(_wrap(obj.__func__, specs, writes, mode))
     if _is_triton_kernel(obj):
         pyfn = _python_function(obj)
         if specs:

@@ -49,12 +49,13 @@ def test_warn_logs_once_per_function_and_check(monkeypatch, caplog):
     msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
     assert msgs == [
         "_launcher: out dim 0 is 3 but must be N = 2 (N bound by x dim 0); pass arguments whose sizes agree, as the spec 'N' says",
-        "_launcher: out dim 0 (the last) has stride 0 but must have stride 1: the kernel addresses it as `ptr + offs`; "
-        "pass out.contiguous() (or a view with unit inner stride), or declare Tensor(..., inner_stride=None) if the "
-        "kernel steps that dim by its stride",
+        # The write race is reported before the inner stride (its fix mends both).
         "_launcher: out is written but two of its elements share memory: dim 0 has stride 0 and size 2 (an expanded "
         "view); concurrent programs would race on the same address — pass a tensor that owns its memory "
         "(out.clone(), or torch.empty(...))",
+        "_launcher: out dim 0 (the last) has stride 0 but must have stride 1: the kernel addresses it as `ptr + offs`; "
+        "pass out.contiguous() (or a view with unit inner stride), or declare Tensor(..., inner_stride=None) if the "
+        "kernel steps that dim by its stride",
     ]
 
 

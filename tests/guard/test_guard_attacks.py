@@ -1,0 +1,327 @@
+"""Adversarial inputs for @stride_guard on plain launchers: layouts and calls it must accept,
+ones it must reject, decoration-time refusals, and the wrapper's behaviour as a Python object
+(methods, pickling, signatures, threads). Each test here failed before the fix it names."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import stridecheck._guard_plan as plan
+from stridecheck import StrideGuardError, Tensor, stride, stride_guard
+from stridecheck._guard_plan import generate_traced
+
+
+@pytest.fixture
+def slow_path_calls(monkeypatch):
+    """Counts calls that the fast detector hands to the explaining checker."""
+    calls = []
+    real = plan.explain
+
+    def counting(contract, values):
+        calls.append(contract.func_name)
+        return real(contract, values)
+
+    monkeypatch.setattr(plan, "explain", counting)
+    return calls
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+class _Launchers:
+    @stride_guard(x="N", out=Tensor("N", writes=True))
+    @staticmethod
+    def static(x, out):
+        return ("static", x.shape[0])
+
+    @stride_guard(x="N")
+    @classmethod
+    def klass(cls, x):
+        return (cls.__name__, x.shape[0])
+
+    @stride_guard(x="M N")
+    def method(self, x, *, scale=2):
+        return (type(self).__name__, x.shape[0] * scale)
+
+
+def test_staticmethod_keeps_its_binding():
+    # Fixed: the guard returned a plain function, which the class made an instance method, so
+    # `obj.static(x, out)` passed `self` as x.
+    x, out = torch.zeros(3), torch.zeros(3)
+    assert _Launchers.static(x, out) == ("static", 3)
+    assert _Launchers().static(x, out) == ("static", 3)
+    with pytest.raises(StrideGuardError, match=r"^static: out is written but two of its elements share memory"):
+        _Launchers().static(torch.zeros(3), torch.zeros(3, 2)[:, 0].as_strided((3,), (0,)))
+
+
+def test_classmethod_is_guarded():
+    # Fixed: refused with "can only wrap a function or a Triton kernel".
+    assert _Launchers.klass(torch.zeros(4)) == ("_Launchers", 4)
+    assert _Launchers().klass(torch.zeros(4)) == ("_Launchers", 4)
+    with pytest.raises(StrideGuardError, match=r"^klass: x has 2 dims"):
+        _Launchers.klass(torch.zeros(2, 2))
+
+
+def test_method_self_and_keyword_only_default():
+    assert _Launchers().method(torch.zeros(2, 3)) == ("_Launchers", 4)
+    assert _Launchers().method(torch.zeros(2, 3), scale=5) == ("_Launchers", 10)
+    with pytest.raises(StrideGuardError, match=r"^method: x dim 1 \(the last\) has stride 2"):
+        _Launchers().method(torch.zeros(2, 6)[:, ::2])
+
+
+# ----------------------------------------------------------------------------- decoration-time refusals
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: stride_guard(args="N")(lambda x, *args: None),
+        lambda: stride_guard(kwargs="N")(lambda x, **kwargs: None),
+        lambda: stride_guard(s=stride("kwargs", 0))(lambda s, **kwargs: None),
+        lambda: stride_guard(x="N", s=stride("x", 0), writes=("s",))(lambda x, s: None),
+    ],
+    ids=["spec-on-varargs", "spec-on-varkw", "stride-of-varkw", "writes-on-stride-arg"],
+)
+def test_specs_that_can_never_hold_are_refused_at_decoration(make):
+    # Fixed: accepted at decoration; a spec on *args then failed every call ("must be a tensor").
+    with pytest.raises(StrideGuardError, match=r"stride_guard on <lambda>"):
+        make()
+
+
+def test_varargs_and_varkw_around_guarded_parameters():
+    @stride_guard(x="N", y="N")
+    def launch(x, *rest, y=None, **options):
+        return len(rest), sorted(options)
+
+    assert launch(torch.zeros(3), 1, 2, y=torch.zeros(3), num_warps=4) == (2, ["num_warps"])
+    with pytest.raises(StrideGuardError, match=r"^launch: y dim 0 is 4 but must be N = 3 \(N bound by x dim 0\)"):
+        launch(torch.zeros(3), y=torch.zeros(4))
+
+
+# ----------------------------------------------------------------------------- integers
+
+
+@stride_guard(x="V", vocab_size="V", x_stride=stride("x", 0))
+def _bind_int(x, vocab_size, x_stride=None):
+    return "ok"
+
+
+@pytest.mark.parametrize("kind", [int, np.int64, np.int32, np.uint16])
+def test_integer_arguments_of_any_integral_type_bind(kind):
+    # Fixed: a NumPy integer (np.int64 from a shape computed in NumPy) was refused as
+    # "must be a tensor of dims 'V'".
+    assert _bind_int(torch.zeros(5), kind(5), kind(1)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"^_bind_int: vocab_size is 4 but must be V = 5 \(V bound by x dim 0\)"):
+        _bind_int(torch.zeros(5), kind(4))
+
+
+def test_wrong_int_binding_and_wrong_stride_argument_are_rejected():
+    with pytest.raises(StrideGuardError, match=r"vocab_size is 6 but must be V = 5"):
+        _bind_int(torch.zeros(5), 6)
+    with pytest.raises(StrideGuardError, match=r"^_bind_int: x_stride is 2 but x.stride\(0\) is 1; pass x.stride\(0\)$"):
+        _bind_int(torch.zeros(5), 5, 2)
+
+
+# ----------------------------------------------------------------------------- generated code vs. parameter names
+
+
+@stride_guard(x="... N", out=Tensor("... N", writes=True), n="N")
+def _shadowing(x, out, n, min=0.0, len=None, isinstance=None, int=None):  # noqa: A002 - the attack
+    return "ok"
+
+
+def test_parameters_named_like_builtins_keep_the_fast_path(slow_path_calls):
+    # Fixed: the generated checks called len/min/isinstance/int, which these parameters shadow,
+    # so every valid call fell to the slow explaining path.
+    assert _shadowing(torch.zeros(2, 3), torch.zeros(2, 3), 3, min=-1.0, len=7, isinstance=1, int=2) == "ok"
+    assert slow_path_calls == []
+    with pytest.raises(StrideGuardError, match=r"out is written but two of its elements share memory"):
+        _shadowing(torch.zeros(2, 3), torch.zeros(1, 3).expand(2, 3), 3, len=7)
+
+
+def test_traced_variant_survives_parameters_named_like_builtins():
+    # The torch.compile stand-in raised TypeError ('int' object is not callable) on a valid call.
+    traced, _ = generate_traced(_shadowing.__wrapped__, _shadowing.__stride_contract__)
+    assert traced(torch.zeros(2, 3), torch.zeros(2, 3), 3, min=-1.0, len=7, isinstance=1, int=2) == "ok"
+
+
+def test_dim_named_like_the_device_slot_keeps_the_fast_path(slow_path_calls):
+    # Fixed: the generator tracked the common device under the key "_dev", a legal dim name, so
+    # a spec using `_dev` confused the two and sent every call to the slow path.
+    @stride_guard(x="_dev", y="_dev")
+    def f(x, y):
+        return "ok"
+
+    assert f(torch.zeros(3), torch.zeros(3)) == "ok"
+    assert slow_path_calls == []
+    with pytest.raises(StrideGuardError, match=r"y dim 0 is 4 but must be _dev = 3"):
+        f(torch.zeros(3), torch.zeros(4))
+
+
+# ----------------------------------------------------------------------------- layouts it must accept / reject
+
+
+@stride_guard(x="A B C", out=Tensor("A B C", writes=True))
+def _three(x, out):
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.empty(0).as_strided((0, 3, 4), (7, 0, 1)),  # no elements: strides never used
+        torch.empty(0).as_strided((2, 0, 4), (1, 1, 3)),
+        torch.empty(64).as_strided((1, 1, 4), (999, -0, 1)),  # size-1 dims: any stride
+        torch.empty(64).as_strided((2, 3, 1), (1, 2, 5)),  # 1-element last dim, stride 5
+        torch.empty(4, 6, 8).permute(1, 0, 2)[:, 1:3, :5],  # permuted outer dims, sliced
+        torch.empty(2**20 + 8).as_strided((2, 2, 4), (2**19, 8, 1)),  # huge outer stride
+    ],
+    ids=["empty", "empty-mid", "size-one", "one-elem-last", "permuted", "huge-stride"],
+)
+def test_odd_but_valid_layouts_are_accepted(x):
+    out = torch.empty(64 + 2**20).as_strided(x.shape, x.stride())
+    assert _three(x, out) == "ok"
+
+
+def test_inner_stride_is_judged_on_many_elements_not_on_one():
+    one = torch.empty(16).as_strided((2, 2, 1), (2, 1, 3))
+    many = torch.empty(16).as_strided((1, 2, 2), (8, 4, 2))
+    assert _three(one, torch.zeros(2, 2, 1)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"^_three: x dim 2 \(the last\) has stride 2 but must have stride 1"):
+        _three(many, torch.zeros(1, 2, 2))
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        torch.empty(64).as_strided((2, 3, 4), (4, 4, 1)),  # rows overlap along dim 1
+        torch.empty(64).as_strided((2, 3, 4), (12, 3, 1)),  # interleaved by one element
+        torch.empty(64).as_strided((2, 3, 4), (0, 4, 1)),  # broadcast outer dim
+        torch.empty(64).as_strided((2, 2, 2), (2, 1, 1)),  # two dims with one stride
+    ],
+    ids=["rows-overlap", "interleaved", "broadcast", "equal-strides"],
+)
+def test_overlapping_outputs_are_rejected(out):
+    with pytest.raises(StrideGuardError, match=r"^_three: out is written but two of its elements share memory"):
+        _three(torch.zeros(out.shape), out)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 4), st.integers(0, 9)), min_size=1, max_size=3),
+)
+def test_overlap_verdict_matches_brute_force_when_it_accepts(dims):
+    # The written-argument check may call an exotic layout overlapping, but must never accept one
+    # that really overlaps: enumerate every element's offset and compare.
+    shape = [s for s, _ in dims]
+    strides = [t for _, t in dims]
+    offsets = [0]
+    for sz, t in zip(shape, strides):
+        offsets = [o + i * t for o in offsets for i in range(sz)]
+    really = len(set(offsets)) < len(offsets)
+    if not plan.overlaps(shape, strides):
+        assert not really
+
+
+# ----------------------------------------------------------------------------- the wrapper as an object
+
+
+def test_pickle_and_signature_of_a_guarded_function():
+    assert pickle.loads(pickle.dumps(_bind_int)) is _bind_int
+    sig = inspect.signature(_bind_int)
+    assert str(sig) == "(x, vocab_size, x_stride=None)"
+    assert str(inspect.signature(_bind_int, follow_wrapped=False)) == "(x, vocab_size, x_stride=None)"
+    assert _bind_int.__name__ == "_bind_int" and _bind_int.__wrapped__.__name__ == "_bind_int"
+
+
+def test_repeated_decoration_checks_both_contracts():
+    @stride_guard(x="N")
+    @stride_guard(x=Tensor("N", dtype=torch.float32))
+    def f(x):
+        return "ok"
+
+    assert f(torch.zeros(3)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"x has dtype int64 but must be float32"):
+        f(torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(StrideGuardError, match=r"x has 2 dims"):
+        f(torch.zeros(3, 3))
+
+
+def test_generator_launcher_checks_at_call_time():
+    @stride_guard(x="N")
+    def steps(x):
+        yield from range(x.shape[0])
+
+    assert list(steps(torch.zeros(3))) == [0, 1, 2]
+    with pytest.raises(StrideGuardError, match=r"^steps: x has 2 dims"):
+        steps(torch.zeros(3, 3))  # before any next()
+
+
+def test_default_none_tensor_and_required():
+    @stride_guard(x="N", out=Tensor("N", writes=True), bias=Tensor("N", required=True))
+    def f(x, bias, out=None):
+        return "ok"
+
+    assert f(torch.zeros(3), torch.zeros(3)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"^f: bias is None but is required by the guard; pass it$"):
+        f(torch.zeros(3), None)
+
+
+class _SlowSet(set):
+    """A set whose membership test yields the GIL, widening any check-then-add race."""
+
+    def __contains__(self, key):
+        result = super().__contains__(key)
+        time.sleep(0.005)
+        return result
+
+
+def test_warn_once_holds_under_threads(monkeypatch, caplog):
+    # Fixed: the warn-once test and the insertion were separate steps, so threads that failed
+    # the same check together each logged it.
+    monkeypatch.setenv("STRIDECHECK_GUARD", "warn")
+
+    @stride_guard(x="N", y="N")
+    def f(x, y):
+        return "launched"
+
+    f.__globals__["_sg_report"].warned = _SlowSet()
+    barrier = threading.Barrier(8)
+    results = []
+
+    def worker():
+        barrier.wait()
+        results.append(f(torch.zeros(3), torch.zeros(4)))
+
+    with caplog.at_level(logging.WARNING, logger="stridecheck.guard"):
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
+    assert results == ["launched"] * 8
+    assert msgs == ["f: y dim 0 is 4 but must be N = 3 (N bound by x dim 0); pass arguments whose sizes agree, as the spec 'N' says"]
+
+
+def test_expanded_written_last_dim_reports_the_write_race_not_the_inner_stride():
+    # Fixed: the first message was the inner-stride one, whose suggested fix
+    # (Tensor(..., inner_stride=None)) leaves a write race; the race is reported first now.
+    @stride_guard(out=Tensor("N", writes=True))
+    def f(out):
+        return "ok"
+
+    with pytest.raises(StrideGuardError) as info:
+        f(torch.zeros(1).expand(4))
+    assert str(info.value).startswith("f: out is written but two of its elements share memory: dim 0 has stride 0 and size 4")
+    assert "out.clone()" in str(info.value)
