@@ -39,11 +39,14 @@ import ast
 import inspect
 import linecache
 import re
+import threading
 from dataclasses import dataclass, field
 
-from stridecheck._guard_plan import Violation, overlaps
+from stridecheck._guard_plan import Violation, overlaps, warn_once
 from stridecheck._guard_spec import StrideGuardError
+from stridecheck.lint.model import IndexSource
 
+_WALKS = frozenset({IndexSource.ARANGE, IndexSource.PROGRAM_ID, IndexSource.LOOP})
 _PRODUCT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\s*\*\s*[A-Za-z_][A-Za-z0-9_]*)*\Z")
 
 
@@ -135,8 +138,18 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
         for term in acc.terms:
             kind = term.step.kind.value
             if kind == "unit":
-                unit = unit or term.text
-            elif kind == "stride" and len(term.step.params) == 1 and term.step.text.strip() == term.step.params[0]:
+                # Only an index that walks elements (an arange, a program id, a loop counter) steps
+                # the last dim by one; a caller's scalar or a loaded value (`x_ptr + start`,
+                # `x_ptr + tl.load(idx_ptr)`) is an offset into the buffer, which says nothing
+                # about its inner stride.
+                if term.index.sources & _WALKS:
+                    unit = unit or term.text
+            elif (
+                kind == "stride"
+                and len(term.step.params) == 1
+                and term.step.text.strip() == term.step.params[0]
+                and term.step.params[0] in params
+            ):
                 strides.append((term.step.params[0], term.text))
             elif (
                 kind == "size"
@@ -248,6 +261,10 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
     out: list[Violation] = []
     free = list(range(nd))
     where = f"line {acc.line}" if acc.line else "an address"
+    # More terms than dims: the kernel views the tensor as having more dims than it has (a flat
+    # buffer addressed as rows, a [B*M, N] tensor as [B, M, N]), so a term may step by a multiple
+    # of a stride (M * stride(0)). Terms are matched where they can be, never judged otherwise.
+    flattened = nd < (1 if acc.unit is not None else 0) + len(acc.stride_terms) + len(acc.size_terms)
     if acc.unit is not None and nd >= 1:
         free.remove(nd - 1)
         if shape[-1] > 1 and strides[-1] != 1:
@@ -267,6 +284,8 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
             match = next((d for d in free if strides[d] == v), None)
         if match is None:
             match = next((d for d in free if shape[d] <= 1), None)
+            if match is None and flattened:
+                continue
             if match is None:
                 hint = next((d for d in free), None)
                 fix = f"pass {p}.stride({hint}) = {strides[hint]}" if hint is not None else "pass the stride of the dim it steps"
@@ -292,6 +311,8 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
         if not left:
             continue  # steps inside a flattened dim, or a dim whose index is always 0
         match = next((d for d in left if strides[d] == v), None)
+        if match is None and flattened:
+            continue
         if match is None:
             # Report against the dim whose stride is nearest: the one the term most plausibly meant.
             d = min(left, key=lambda k: (abs(strides[k] - v), k))
@@ -322,7 +343,7 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
             if shape[k] > 1 and strides[k] != want:
                 packed_at = k
                 break
-        if packed_at is not None and (acc.stride_terms or acc.size_terms):
+        if packed_at is not None and (acc.stride_terms or acc.size_terms) and not flattened:
             out.append(
                 Violation(
                     (p, "packed", acc.line),
@@ -354,22 +375,17 @@ class DerivedReporter:
     """Runs a derived contract on a launch; raises the first violation or warns once each."""
 
     def __init__(self, contract: DerivedContract, mode: str) -> None:
-        from stridecheck._guard_plan import log
-
         self.contract = contract
         self.mode = mode
         self.warned: set = set()
-        self._log = log
+        self._lock = threading.Lock()
 
     def __call__(self, values: dict) -> None:
         violations = check_derived(self.contract, values)
         if not violations:
             return
         if self.mode == "warn":
-            for v in violations:
-                if v.key not in self.warned:
-                    self.warned.add(v.key)
-                    self._log.warning("%s", v.message)
+            warn_once(self, violations)
             return
         raise StrideGuardError(violations[0].message) from None
 
@@ -407,7 +423,7 @@ def _detector(contract: DerivedContract) -> list[str]:
     for i, plan in enumerate(contract.pointers):
         p = plan.name
         s, t = f"_sg_s{i}", f"_sg_t{i}"
-        lines.append(ind + f"if {p} is not None and {p}.__class__ is not int:")
+        lines.append(ind + f"if {p} is not None and {p}.__class__ is not _sg_int:")
         body = ind + "    "
         lines.append(body + f"{s} = {p}.shape")
         lines.append(body + f"{t} = {p}.stride()")
@@ -425,7 +441,8 @@ def _detector(contract: DerivedContract) -> list[str]:
             if values:
                 lines.append(body + f"_sg_a = {avail}")
                 for v in values:
-                    lines.append(body + f"if {v} not in _sg_a: raise _sg_Flag")
+                    # Fewer dims than terms: check_derived does not judge unmatched terms.
+                    lines.append(body + f"if _sg_len({s}) >= {claimed} and {v} not in _sg_a: raise _sg_Flag")
                 for a_i in range(len(values)):
                     for b_i in range(a_i + 1, len(values)):
                         lines.append(body + f"if {values[a_i]} == {values[b_i]}: raise _sg_Flag")
@@ -436,25 +453,25 @@ def _detector(contract: DerivedContract) -> list[str]:
                 taken = "".join(f" or ({prod}) == {v}" for v in values)
                 # A size-1 dim may carry any stride, so `in` could find the product there.
                 lines.append(
-                    body + f"if len({s}) > {claimed - len(acc.size_terms)} and (({prod}) not in {avail}{taken} "
+                    body + f"if _sg_len({s}) > {claimed - len(acc.size_terms)} and (({prod}) not in {avail}{taken} "
                     f"or 1 in {s}): raise _sg_Flag"
                 )
             for a_i in range(len(products)):
                 for b_i in range(a_i + 1, len(products)):
                     lines.append(body + f"if {products[a_i]} == {products[b_i]}: raise _sg_Flag")
             if acc.unit and (acc.stride_terms or acc.size_terms):
-                lines.append(body + f"if len({s}) > {claimed} and not {p}.is_contiguous(): raise _sg_Flag")
+                lines.append(body + f"if _sg_len({s}) > {claimed} and not {p}.is_contiguous(): raise _sg_Flag")
                 if acc.store_bound:
-                    lines.append(body + f"if len({s}) >= 2 and {acc.store_bound} > {s}[-1]: raise _sg_Flag")
+                    lines.append(body + f"if _sg_len({s}) >= 2 and {acc.store_bound} > {s}[-1]: raise _sg_Flag")
     return lines
 
 
 def generate_derived_check(pyfn, contract: DerivedContract, reporter: DerivedReporter):
     """A function taking a launch's arguments that checks them against the derived contract:
     the fast detector, and ``check_derived`` (through ``reporter``) on a flag."""
-    from stridecheck._guard_plan import _compile, _Flag, _signature_text
+    from stridecheck._guard_plan import BUILTINS, _compile, _Flag, _signature_text
 
-    ns: dict = {"_sg_report": reporter, "_sg_Flag": _Flag, "_sg_overlaps": overlaps}
+    ns: dict = {**BUILTINS, "_sg_report": reporter, "_sg_Flag": _Flag, "_sg_overlaps": overlaps}
     params, _ = _signature_text(inspect.signature(pyfn), ns, kernel=True)
     body = _detector(contract) or ["        pass"]
     values = "{" + ", ".join(f"{n!r}: {n}" for n in _used_names(contract)) + "}"

@@ -206,13 +206,20 @@ class GuardedKernel:
     def __repr__(self) -> str:
         return f"<stride_guard of {self.kernel!r}>"
 
+    def __reduce__(self):
+        # Pickled (and deep-copied) by reference, as a function is: the guard of a module-level
+        # kernel is found again under its module and name. Its parts (the generated check, a
+        # Triton kernel) do not pickle by value.
+        return self.__qualname__
+
 
 def _wrap(obj, specs: dict, writes, mode: str):
     if isinstance(obj, (staticmethod, classmethod)):
         # Guard the function inside and keep the binding: a bare function in a class body would
         # become an instance method and be handed `self` as its first argument.
         return type(obj)(_wrap(obj.__func__, specs, writes, mode))
-    if _is_triton_kernel(obj):
+    if _is_triton_kernel(obj) or isinstance(obj, GuardedKernel):
+        # A GuardedKernel launches like a kernel: guarding it again chains both checks.
         pyfn = _python_function(obj)
         if specs:
             contract = build_contract(pyfn, specs, writes)

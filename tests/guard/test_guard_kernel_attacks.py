@@ -1,0 +1,168 @@
+"""Adversarial launches of guarded Triton kernels (CPU interpreter): valid launches the derived
+contract must not reject (it prefers to check less), and the GuardedKernel as a Python object.
+Each test marked "Fixed" failed before its fix."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import pickle
+import threading
+import time
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from stridecheck import StrideGuardError, Tensor, stride_guard
+from stridecheck.guard import GuardedKernel
+
+
+@triton.jit
+def _flat_rows(x_ptr, out_ptr, row_stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + row * row_stride + offs, mask=offs < n)
+    tl.store(out_ptr + row * row_stride + offs, v + 1, mask=offs < n)
+
+
+flat_rows = stride_guard(_flat_rows)
+
+
+def test_flat_buffer_addressed_as_rows_is_accepted():
+    # Fixed: a 1-d buffer read as rows `row * row_stride + offs` (a launcher that flattened its
+    # input) was refused: "no dim of x_ptr left for it has stride 4 (shape [12])".
+    x = torch.arange(12.0)
+    out = torch.zeros(12)
+    flat_rows[(3,)](x, out, 4, 4, BLOCK=4)
+    assert torch.equal(out, x + 1)
+
+
+def test_rows_with_a_wrong_stride_are_still_rejected():
+    x = torch.arange(24.0).reshape(3, 8)[:, :4]
+    out = torch.zeros(3, 4)
+    with pytest.raises(StrideGuardError, match=r"^_flat_rows: row_stride = 4 steps x_ptr in `row \* row_stride`"):
+        flat_rows[(3,)](x, out, 4, 4, BLOCK=4)
+
+
+@triton.jit
+def _gather_column(x_ptr, out_ptr, start, stride_x, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + start + offs * stride_x, mask=offs < n)
+    tl.store(out_ptr + offs, v, mask=offs < n)
+
+
+gather_column = stride_guard(_gather_column)
+
+
+def test_scalar_offset_is_not_a_unit_step():
+    # Fixed: `x_ptr + start + offs * stride_x` took the scalar `start` for the unit inner step
+    # and refused a column view (stride 4): "addressed as `... + start`".
+    base = torch.arange(20.0).reshape(5, 4)
+    col = base[:, 1]
+    out = torch.zeros(3)
+    gather_column[(1,)](col, out, 2 * col.stride(0), col.stride(0), 3, BLOCK=4)  # start: in elements
+    assert torch.equal(out, col[2:5])
+    with pytest.raises(StrideGuardError, match=r"stride_x = 1 steps x_ptr"):
+        gather_column[(1,)](col, out, 2, 1, 3, BLOCK=4)
+    # The arange-addressed output still needs unit inner stride.
+    with pytest.raises(StrideGuardError, match=r"out_ptr is addressed as `... \+ tl.arange\(0, BLOCK\)`"):
+        gather_column[(1,)](col, torch.zeros(3, 2)[:, 0], 2, col.stride(0), 3, BLOCK=4)
+
+
+@triton.jit
+def _batched(x_ptr, out_ptr, stride_b, stride_m, M, N, BLOCK: tl.constexpr):
+    b = tl.program_id(0).to(tl.int64)
+    m = tl.program_id(1).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + b * stride_b + m * stride_m + offs, mask=offs < N)
+    tl.store(out_ptr + b * (M * N) + m * N + offs, v, mask=offs < N)  # stridecheck: ignore[SC001]
+
+
+batched = stride_guard(_batched)
+
+
+def test_tensor_with_fewer_dims_than_the_address_terms_is_accepted():
+    # Fixed: a [B*M, N] tensor addressed as [B, M, N] (stride_b = M * stride(0)) was refused:
+    # "stride_b = 24 steps x_ptr ... no dim of x_ptr left for it has stride 24".
+    x = torch.arange(60.0).reshape(6, 10)[:, :5]  # padded rows, B=2, M=3
+    out = torch.zeros(6, 5)
+    batched[(2, 3)](x, out, 3 * x.stride(0), x.stride(0), 3, 5, BLOCK=8)
+    assert torch.equal(out, x)
+    # A full 3-d tensor is judged: stride_m must be a stride of x.
+    x3 = torch.arange(60.0).reshape(2, 3, 10)[:, :, :5]
+    with pytest.raises(StrideGuardError, match=r"stride_m = 5 steps x_ptr"):
+        batched[(2, 3)](x3, out, x3.stride(0), 5, 3, 5, BLOCK=8)
+
+
+@triton.jit
+def _no_contract(x_ptr, n):
+    pass
+
+
+def test_a_kernel_with_nothing_to_derive_accepts_every_launch():
+    k = stride_guard(_no_contract)
+    assert k.contract.pointers == []
+    k[(1,)](torch.zeros(3, 4).t(), 5)
+    k[(1,)](torch.zeros(1).expand(7), 5)
+
+
+@stride_guard
+@triton.jit
+def pickled_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def test_module_level_guarded_kernel_pickles_by_reference():
+    # Fixed: PicklingError (the generated check and the triton function do not pickle by value);
+    # a guarded kernel now pickles as a function does, by module and name.
+    assert pickle.loads(pickle.dumps(pickled_kernel)) is pickled_kernel
+    assert copy.deepcopy(pickled_kernel) is pickled_kernel
+    x = torch.ones(4)
+    pickled_kernel[(1,)](x, 4, BLOCK=4)
+    assert torch.equal(x, torch.full((4,), 2.0))
+
+
+def test_guarding_a_guarded_kernel_chains_both_checks():
+    # Fixed: refused with "can only wrap a function or a Triton kernel".
+    both = stride_guard(x_ptr=Tensor("N", dtype=torch.float32), n="N")(flat_rows)
+    assert isinstance(both, GuardedKernel) and both.kernel is flat_rows
+    assert both.arg_names == _flat_rows.arg_names
+    x, out = torch.arange(12.0), torch.zeros(12)
+    both[(3,)](x, out, 4, 12, BLOCK=4)
+    with pytest.raises(StrideGuardError, match=r"x_ptr has dtype float64 but must be float32"):
+        both[(3,)](x.double(), out, 4, 12, BLOCK=4)  # the outer (spec) check
+    x2 = torch.arange(24.0).reshape(3, 8)[:, :4]
+    with pytest.raises(StrideGuardError, match=r"row_stride = 4 steps x_ptr"):
+        stride_guard(flat_rows)[(3,)](x2, torch.zeros(3, 4), 4, 4, BLOCK=4)  # the inner (derived) check
+
+
+class _SlowSet(set):
+    def __contains__(self, key):
+        result = super().__contains__(key)
+        time.sleep(0.005)
+        return result
+
+
+def test_derived_warn_once_holds_under_threads(monkeypatch, caplog):
+    # Fixed: as for spec contracts, the check-then-add of warn-once raced between threads.
+    monkeypatch.setenv("STRIDECHECK_GUARD", "warn")
+    k = stride_guard(_flat_rows)
+    k._check.__globals__["_sg_report"].warned = _SlowSet()
+    x = torch.arange(24.0).reshape(3, 8)[:, :4]
+    barrier = threading.Barrier(6)
+
+    def worker():
+        barrier.wait()
+        k._check(x, torch.zeros(3, 4), 4, 4, BLOCK=4)
+
+    with caplog.at_level(logging.WARNING, logger="stridecheck.guard"):
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
+    assert len(msgs) == 1 and msgs[0].startswith("_flat_rows: row_stride = 4 steps x_ptr")
