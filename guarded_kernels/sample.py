@@ -127,6 +127,7 @@ def _gumbel_sample_kernel(
     USE_FP64: tl.constexpr,
     FAST_LOG: tl.constexpr,
     SPLIT: tl.constexpr,
+    PREFETCH: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -165,20 +166,29 @@ def _gumbel_sample_kernel(
         if HAS_CACHE:
             col = tl.load(cache_col_ptr + row * cache_col_stride_0).to(tl.int64)
             cache_row_ptr = cache_ptr + slot * cache_stride_0 + col * cache_stride_1
-        # Full blocks without a mask (so loads vectorise), then one masked tail block. The next
-        # block is loaded before this one is computed, so its memory latency overlaps the noise
-        # arithmetic (at the end the last block is loaded again: in bounds, never used).
+        # Full blocks without a mask (so loads vectorise), then one masked tail block. With
+        # PREFETCH the next block is loaded before this one is computed, so its memory latency
+        # overlaps the noise arithmetic (at the end the last block is loaded again: in bounds,
+        # never used). It pays for 16-bit logits; for float32 the extra registers (75 instead of
+        # 57) halve the programs per SM and it costs more than it saves (benchmarks/NOTES.md).
         logits_row_ptr = logits_ptr + row * logits_stride_0
         source_row_ptr = source_ptr + row * source_stride_0
         full_end = start + ((end - start) // BLOCK) * BLOCK
-        if full_end > start:
-            x_next = tl.load(logits_row_ptr + start + lanes)
+        if PREFETCH:
+            if full_end > start:
+                x_next = tl.load(logits_row_ptr + start + lanes)
+                for off in range(start, full_end, BLOCK):
+                    x = x_next
+                    x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+                    best_val, best_idx = _sample_block(
+                        x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, greedy, best_val, best_idx,
+                        False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                    )
+        else:
             for off in range(start, full_end, BLOCK):
-                x = x_next
-                x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
                 best_val, best_idx = _sample_block(
-                    x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, greedy, best_val, best_idx,
-                    False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                    tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, end, key,
+                    scale_f, greedy, best_val, best_idx, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
                 )
         if full_end < end:
             tail = full_end + lanes
@@ -354,6 +364,7 @@ def gumbel_sample(
         USE_FP64=use_fp64,
         FAST_LOG=use_fast_log(device),
         SPLIT=splits > 1,
+        PREFETCH=logits.element_size() < 4,
         BLOCK=block,
         num_warps=warps,
     )
