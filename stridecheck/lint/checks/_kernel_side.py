@@ -46,7 +46,8 @@ class LaunchView:
         a ``dim_stride`` computed as ``dim_size * inner_size`` is a size; SC004 reports it)."""
         got = self.origins(param)
         return bool(got) and all(
-            o.kind in (OriginKind.SHAPE, OriginKind.PRODUCT, OriginKind.NUMEL, OriginKind.LITERAL)
+            (o.kind in (OriginKind.SHAPE, OriginKind.PRODUCT, OriginKind.NUMEL, OriginKind.LITERAL)
+             or (o.kind == OriginKind.OTHER and _PRODUCT.fullmatch(o.text)))
             and not _mentions_stride(o)
             for o in got
         )
@@ -73,6 +74,10 @@ class LaunchView:
             if o.dim > 0 and dims and o.dim == max(dims):
                 return True
         return False
+
+
+# `splits * n`: a product of plain integers (no `.stride(`) is a product of sizes.
+_PRODUCT = re.compile(r"\(?\s*[A-Za-z_][\w.]*(\s*\*\s*[A-Za-z_0-9][\w.]*)+\s*\)?")
 
 
 def _mentions_stride(o: ArgOrigin) -> bool:

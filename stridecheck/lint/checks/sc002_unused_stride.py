@@ -4,8 +4,9 @@ really loads or stores.
 "Used" means reaching an address, a stored value, a ``tl.rand``/``tl.randint`` offset, a block
 pointer or descriptor, or a call the analysis cannot follow (helpers are inlined). Silent when a
 launch passes a constant or makes the owning tensor contiguous, and when the owner is only read
-through a host-built descriptor. The default tier wants the owner stepped by something in place of
-its own stride (another tensor's stride, or a logical size: the true cases on real code). An
+through a host-built descriptor. The default tier wants the owner stepped by another tensor's stride in
+place of its own (the true cases on real code); addressed by sizes instead, it goes to the lower
+tier (with SC003's "assumes packed"). An
 unused stride of the *last* dimension (a launch passes ``.stride(-1)`` or the tensor's highest
 dimension; without launches, the owner has another stride in use and is addressed with a unit
 inner step), or of a dimension the kernel never indexes, goes to the preview tier.
@@ -39,8 +40,6 @@ def _stepped_by_another(kernel, accesses, owner) -> bool:
         if a.pointer != owner:
             continue
         for t in a.terms:
-            if t.step.kind == StepKind.SIZE:
-                return True
             for q in t.step.params:
                 if kinds.get(q) == ParamKind.STRIDE:
                     other = stride_owner(q, kernel)
@@ -73,10 +72,11 @@ def check(tree, options):
                 last = view.last_dim(p.name)
             else:
                 last = any(q in kernel.used_params for q in owner_strides) and _unit_inner(accesses, owner)
-            # The default tier wants the owner stepped by something else in place of its own
-            # stride: another tensor's stride, or a logical size. An owner addressed only by its
-            # own other strides simply never indexes that dimension (a 1-D weight's row stride,
-            # a batch stride of a layout without batch): the lower tier.
+            # The default tier wants the owner stepped by another tensor's stride in place of its
+            # own (the true cases on real code). An owner addressed only by its own other strides
+            # never indexes that dimension (a 1-D weight's row stride, a batch stride of a layout
+            # without batch); one addressed by sizes assumes it packed (often a scratch buffer the
+            # launcher allocates, out of sight): both go to the lower tier.
             lower = last or not _stepped_by_another(kernel, accesses, owner)
             yield make_finding(
                 CODE, model.path, p.span, preview=lower,
