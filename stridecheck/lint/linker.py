@@ -199,9 +199,12 @@ class Tree:
         full = imported + ("." + rest if rest else "")
         return self._lookup_absolute(full, hops - 1)
 
-    def _returns_contiguous(self, model: ModuleModel, full: str) -> str | None:
+    def _returns_contiguous(self, model: ModuleModel, full: str, hops: int = _MAX_HOPS) -> str | None:
         """"fresh" / "contiguous" when ``full`` (as ``model`` imports it) is a function of the tree
-        whose every return is a new contiguous tensor / a contiguous tensor; else None."""
+        whose every return is a new contiguous tensor / a contiguous tensor; else None. Follows
+        re-exports (``from .shape_utils import dim_compress`` in a package ``__init__``)."""
+        if hops <= 0:
+            return None
         if full.startswith("."):
             full = _resolve_relative(model, full) or ""
         parts = full.split(".")
@@ -212,7 +215,21 @@ class Tree:
                     return None
                 if parts[-1] in target.allocators:
                     return "fresh"
-                return "contiguous" if parts[-1] in target.contiguous_returns else None
+                if parts[-1] in target.contiguous_returns:
+                    return "contiguous"
+                again = target.imports.get(parts[-1])
+                return self._returns_contiguous(target, again, hops - 1) if again else None
+        # `from pkg.utils import f` where pkg/utils/__init__.py only re-exports (and, never
+        # mentioning triton, is not linted): the one module of that package defining f.
+        package, name = ".".join(parts[:-1]), parts[-1]
+        if package:
+            found = {
+                ("fresh" if name in m.allocators else "contiguous")
+                for m in self.models
+                if m.module and m.module.startswith(package + ".") and name in m.contiguous_returns
+            }
+            if len(found) == 1:
+                return found.pop()
         return None
 
     def _lookup_absolute(self, full: str, hops: int) -> tuple[ModuleModel, Kernel] | None:

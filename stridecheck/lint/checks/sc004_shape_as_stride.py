@@ -85,6 +85,8 @@ def check(tree, options):
             if pairs is None:
                 pairs = pair_strides(kernel)
                 steps = stepped_pointers(kernel)
+            if name not in steps:
+                continue  # the stride steps no address: whatever it receives misplaces nothing
             pointer = pairs.get(name)
             pointer_arg = bl.bound.get(pointer) if pointer else None
             owners = [pointer] if pointer else sorted(steps.get(name, ())) or [
