@@ -159,7 +159,20 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
             ):
                 sizes.append((tuple(term.step.params), term.text))
         bound = None
-        if acc.writes and acc.op == "store" and unit and len(acc.mask_bounds) == 1 and acc.mask_bounds[0] in params:
+        # The model does not say which index a mask bounds. Only when the unit index is the one
+        # vector (arange) index of the address can `offs < n` be taken to bound the last dim; in
+        # a 2-D tile (`offs_m[:, None] * stride_m + offs_n[None, :]`, mask `offs_m < M`) it may
+        # bound the rows, and judging it against the last dim would refuse valid launches.
+        vectors = [t for t in acc.terms if IndexSource.ARANGE in t.index.sources]
+        if (
+            acc.writes
+            and acc.op == "store"
+            and unit
+            and len(vectors) == 1
+            and vectors[0].step.kind.value == "unit"
+            and len(acc.mask_bounds) == 1
+            and acc.mask_bounds[0] in params
+        ):
             bound = acc.mask_bounds[0]
         ap = AccessPlan(
             " + ".join(t.text for t in acc.terms),
@@ -253,11 +266,25 @@ def check_derived(contract: DerivedContract, values: dict) -> list[Violation]:
                 )
             )
         for acc in plan.accesses:
-            out.extend(_check_access(fn, p, acc, shape, strides, nd, values))
+            found = _check_access(fn, p, acc, shape, strides, nd, values)
+            if found and acc.unit is not None and nd >= 2 and shape[-1] > 1 and strides[-1] != 1:
+                # The unit index may walk another dim of stride 1: a K-major operand handed as
+                # `w.t()` ([K, N], strides [1, K]) to `b_ptr + offs_k[:, None] + offs_n[None, :] *
+                # stride_bn`. Accept when some such dim makes every term of the address fit;
+                # otherwise report the reading with the last dim (the usual layout).
+                for u in range(nd - 1):
+                    if shape[u] > 1 and strides[u] == 1 and not _check_access(
+                        fn, p, acc, shape, strides, nd, values, unit_dim=u
+                    ):
+                        found = []
+                        break
+            out.extend(found)
     return out
 
 
-def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Violation]:
+def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values, unit_dim: int | None = None) -> list[Violation]:
+    """Violations of one access; ``unit_dim`` is a dim of stride 1 other than the last that the
+    unit term is taken to walk (then the checks tied to the last dim are left out)."""
     out: list[Violation] = []
     free = list(range(nd))
     where = f"line {acc.line}" if acc.line else "an address"
@@ -265,7 +292,9 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
     # buffer addressed as rows, a [B*M, N] tensor as [B, M, N]), so a term may step by a multiple
     # of a stride (M * stride(0)). Terms are matched where they can be, never judged otherwise.
     flattened = nd < (1 if acc.unit is not None else 0) + len(acc.stride_terms) + len(acc.size_terms)
-    if acc.unit is not None and nd >= 1:
+    if unit_dim is not None:
+        free.remove(unit_dim)
+    elif acc.unit is not None and nd >= 1:
         free.remove(nd - 1)
         if shape[-1] > 1 and strides[-1] != 1:
             out.append(
@@ -328,7 +357,7 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values) -> list[Vi
             free.remove(d)
             continue
         free.remove(match)
-    if acc.unit is not None and nd >= 1:
+    if acc.unit is not None and nd >= 1 and unit_dim is None:
         # Free dims right inside the last one are walked by the unit index too (a flattened
         # `offs` over [..., H, D]): they must be packed with it, and a masked store spans them all.
         inner = [nd - 1]

@@ -166,3 +166,42 @@ def test_derived_warn_once_holds_under_threads(monkeypatch, caplog):
             t.join()
     msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
     assert len(msgs) == 1 and msgs[0].startswith("_flat_rows: row_stride = 4 steps x_ptr")
+
+
+@triton.jit
+def _tile_store(out_ptr, stride_m, M, BM: tl.constexpr, BN: tl.constexpr):
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    tl.store(out_ptr + offs_m[:, None] * stride_m + offs_n[None, :], 1.0, mask=offs_m[:, None] < M)
+
+
+def test_row_masked_tile_store_is_not_judged_against_the_last_dim():
+    # Fixed: a 2-D tile store masked on its rows (`offs_m < M`) was read as a bound on the last
+    # dim and refused: "masked by `< M` = 8 along its last dim, which hold only 4 elements".
+    k = stride_guard(_tile_store)
+    out = torch.zeros(8, 4)
+    k[(1,)](out, out.stride(0), 8, BM=8, BN=4)
+    assert torch.equal(out, torch.ones(8, 4))
+
+
+@triton.jit
+def _k_major(b_ptr, out_ptr, stride_bn, K, N, BK: tl.constexpr, BN: tl.constexpr):
+    offs_k = tl.arange(0, BK)
+    offs_n = tl.arange(0, BN)
+    mask = (offs_k[:, None] < K) & (offs_n[None, :] < N)
+    v = tl.load(b_ptr + offs_k[:, None] + offs_n[None, :] * stride_bn, mask=mask)
+    tl.store(out_ptr + offs_k[:, None] * N + offs_n[None, :], v, mask=mask)  # stridecheck: ignore[SC001]
+
+
+def test_unit_index_may_walk_a_stride_one_dim_other_than_the_last():
+    # Fixed: a K-major operand handed as w.t() ([K, N], strides [1, K]) to a kernel whose unit
+    # index walks K was refused ("a unit step along its last dim, but b_ptr.stride(1) is 4").
+    k = stride_guard(_k_major)
+    b = torch.randn(3, 4).t()
+    out = torch.zeros(4, 3)
+    k[(1,)](b, out, b.stride(1), 4, 3, BK=4, BN=4)
+    assert torch.equal(out, b)
+    # No dim of stride 1: still refused, with the last-dim reading.
+    strided = torch.randn(4, 6)[:, ::2]
+    with pytest.raises(StrideGuardError, match=r"b_ptr is addressed as `... \+ tl.arange\(0, BK\)`.*stride\(1\) is 2"):
+        k[(1,)](strided, out, strided.stride(1), 4, 3, BK=4, BN=4)
