@@ -290,3 +290,21 @@ def launch(out, col):
     k[(rows,)](out, 4 * width, col, width, BLOCK=64)
 '''
     assert findings(src, "SC001") == []
+
+
+def test_sc002_tensor_addressed_wholesale_with_a_siblings_strides_is_lower_tier():
+    # V read with K's strides in every dimension, none of V's own used: a shared layout by
+    # design (launchers assert `k.stride() == v.stride()`). A mix of own and foreign is a slip.
+    src = HEADER + textwrap.dedent('''
+    @triton.jit
+    def k(k_ptr, v_ptr, k_batch_stride, k_row_stride, v_batch_stride, v_row_stride, o_ptr, BLOCK: tl.constexpr):
+        b = tl.program_id(0).to(tl.int64)
+        r = tl.arange(0, BLOCK)
+        kk = tl.load(k_ptr + b * k_batch_stride + r * k_row_stride)
+        vv = tl.load(v_ptr + b * k_batch_stride + r * k_row_stride)
+        tl.store(o_ptr + b, tl.sum(kk * vv, axis=0))
+    ''')
+    mixed = src.replace("vv = tl.load(v_ptr + b * k_batch_stride", "vv = tl.load(v_ptr + b * v_batch_stride")
+    assert findings(src, "SC002", preview=False) == []
+    assert sorted(t for _, t in findings(src, "SC002", preview=True)) == ["v_batch_stride", "v_row_stride"]
+    assert findings(mixed, "SC002", preview=False) == [(line_of(mixed, "def k("), "v_row_stride")]

@@ -77,7 +77,13 @@ def check(tree, options):
             # never indexes that dimension (a 1-D weight's row stride, a batch stride of a layout
             # without batch); one addressed by sizes assumes it packed (often a scratch buffer the
             # launcher allocates, out of sight): both go to the lower tier.
-            lower = last or not _stepped_by_another(kernel, accesses, owner)
+            # A tensor whose several strides are all unused, addressed wholesale with a sibling's
+            # strides, shares that sibling's layout by design (flash-attention kernels reading V
+            # with K's strides while the launcher asserts `k.stride() == v.stride()`; a buffer
+            # made by `empty_like(sibling)`): the lower tier. A slip is a mix (the tensor's own
+            # strides beside a sibling's) or the tensor's only stride replaced.
+            wholesale = len(owner_strides) >= 1 and not any(q in kernel.used_params for q in owner_strides)
+            lower = last or wholesale or not _stepped_by_another(kernel, accesses, owner)
             yield make_finding(
                 CODE, model.path, p.span, preview=lower,
                 stride=p.name, pointer=owner, tensor=tensor_of(owner),
