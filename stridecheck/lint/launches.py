@@ -93,6 +93,7 @@ class _Tensor:
     family: str | None = None  # the variable whose storage it views (itself when unknown)
     like_of: str | None = None  # torch.*_like(t) / t.clone(): t
     alloc_call: str | None = None  # returned by an imported function (resolved by the linker)
+    opaque: bool = False  # returned by a call we know nothing of (a table of data pointers, a view...)
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
@@ -667,6 +668,8 @@ class _Collector:
         src = value.value if isinstance(value, cst.Name) else None
         src_vetted = state.vetted.get(src, frozenset()) if src else None
         state.kill(name)
+        if facts is None and isinstance(value, cst.Call) and origin.kind is OriginKind.OTHER:
+            facts = _Tensor(family=name, opaque=True)
         if facts is not None:
             state.tensors[name] = facts
             if facts.fresh:
@@ -774,7 +777,7 @@ class _Collector:
         if head in self.info.imports:
             target = self.info.imports[head] + ("." + rest if rest else "")
             if target.split(".")[0] not in ("torch", "triton", "numpy", "math"):
-                return _Tensor(alloc_call=target)
+                return _Tensor(alloc_call=target, opaque=True)
         last = fname.split(".")[-1]
         m = _method(node)
         fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
@@ -930,7 +933,7 @@ class _Collector:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
-                         alloc_call=facts.alloc_call)
+                         alloc_call=facts.alloc_call, opaque=facts.opaque)
 
     def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
         o = self.origin(node, state)

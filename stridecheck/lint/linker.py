@@ -139,9 +139,9 @@ class Tree:
                         kind = self._returns_contiguous(model, origin.alloc_call)
                         if kind == "fresh":
                             bound[name] = replace(origin, fresh=True, contiguous=True, contiguous_in_module=True,
-                                                  vetted=("*",))
+                                                  vetted=("*",), opaque=False)
                         elif kind == "contiguous":
-                            bound[name] = replace(origin, contiguous=True, contiguous_in_module=True)
+                            bound[name] = replace(origin, contiguous=True, contiguous_in_module=True, opaque=False)
                 bl = BoundLaunch(launch, model, kernel, kmodel, bound)
                 self._launches[(kmodel.path, kernel.name)].append(bl)
                 self._bound_launches.append(bl)

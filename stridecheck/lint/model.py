@@ -182,6 +182,9 @@ class ArgOrigin:
     # TENSOR returned by a call of a function the module imports ("pkg.ops.alloc_output"): the
     # linker makes it fresh and contiguous when that function is one of its module's `allocators`.
     alloc_call: str | None = None
+    # TENSOR: a local variable returned by a call the launcher knows nothing of (`b_ptr =
+    # _get_ptr(weights)`, a table of data pointers): what its strides should be is unknown.
+    opaque: bool = False
 
 
 @dataclass(slots=True)

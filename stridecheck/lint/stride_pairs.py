@@ -22,6 +22,7 @@ from stridecheck.lint.model import Access, ArgOrigin, Index, IndexSource, Kernel
 
 _PTR_SUFFIX = re.compile(r"(_?ptrs?\d*|_pointer|_base_ptr)$")
 _PTR_PREFIX = re.compile(r"^(ptr_|p_)")
+_NAMED_PTR = re.compile(r"(_ptrs?\d*|_pointer)$")  # named as a pointer whatever its use shows
 _SHORT_STRIDE = re.compile(r"^s([a-z]+?)(\d+|[a-z])?$")
 _PID = re.compile(r"program_id\(\s*(?:axis\s*=\s*)?(\d)\s*\)")
 
@@ -108,7 +109,7 @@ def pair_by_name(kernel: Kernel) -> dict[str, str]:
     bases: dict[str, list[str]] = defaultdict(list)
     initials: dict[str, list[str]] = defaultdict(list)
     for p in kernel.params:
-        if p.kind is ParamKind.POINTER:
+        if p.kind is ParamKind.POINTER or (p.kind is not ParamKind.CONSTEXPR and _NAMED_PTR.search(p.name.lower())):
             base = pointer_base(p.name)
             bases[base].append(p.name)
             ini = _initials(base)

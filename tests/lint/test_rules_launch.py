@@ -653,3 +653,16 @@ def test_allocation_through_a_function_of_another_module(tmp_path):
     assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == []
     files["pkg/ops.py"] = ops.replace("{make}", "not_an_allocator")
     assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == ["SC004"]
+
+
+def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
+    src = TWO_TENSOR_KERNEL.replace("{y_stride}", "stride_y") + textwrap.dedent(
+        '''
+
+        def mul(x, ys):
+            y = _pointer_table(ys)
+            out = torch.empty_like(x)
+            _mul_kernel[(x.shape[0],)](out, out.stride(0), x, x.stride(0), y, ys[0].stride(0), x.shape[1], BLOCK=64)
+        '''
+    )
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": src}) if f.code == "SC005"] == []

@@ -90,6 +90,8 @@ def _at_launch(tree, reported):
             if t is None or t.kind is not OriginKind.TENSOR or t.tensor is None or o.tensor is None:
                 continue
             if _fam(o) != _fam(t) and o.tensor != t.tensor:
+                if t.opaque:
+                    continue  # the pointer gets something of unknown nature (a pointer table)
                 if t.contiguous and o.contiguous:
                     continue  # both packed: equal strides wherever the shapes agree
                 if t.like_of == o.tensor or o.like_of == t.tensor:
