@@ -670,6 +670,10 @@ class _Collector:
         state.kill(name)
         if facts is None and isinstance(value, cst.Call) and origin.kind is OriginKind.OTHER:
             facts = _Tensor(family=name, opaque=True)
+        if _is_none(value):
+            # `dz = None` on the other arm of an allocation: None reaches no address, so it
+            # takes nothing away from what the allocating arm establishes.
+            facts = _Tensor(contiguous=True, fresh=True, family=name)
         if facts is not None:
             state.tensors[name] = facts
             if facts.fresh:

@@ -396,3 +396,10 @@ def test_saved_tensors_keep_the_forward_facts():
 def test_a_sequence_defined_in_terms_of_itself_does_not_recurse():
     launch = _one("def f(x, M):\n    grid = (4,)\n    grid = (grid[0] * M,)\n    _k[grid](x)\n")
     assert launch.grid[0].kind.value in ("other", "literal", "product")
+
+
+def test_none_on_one_arm_keeps_the_allocation_of_the_other():
+    launch = _one(
+        "def f(x, flag):\n    if flag:\n        g = torch.empty(3)\n    else:\n        g = None\n    _k[(1,)](g)\n"
+    )
+    assert launch.args[0].fresh and launch.args[0].vetted == ("*",)
