@@ -665,7 +665,7 @@ class _Collector:
         if isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] in ("dict", "TensorDescriptor"):
             seq = value
         held = self._held_kernel(value)
-        src = value.value if isinstance(value, cst.Name) else None
+        src = value.value if isinstance(value, cst.Name) and not _is_none(value) else None
         src_vetted = state.vetted.get(src, frozenset()) if src else None
         state.kill(name)
         if facts is None and isinstance(value, cst.Call) and origin.kind is OriginKind.OTHER:
