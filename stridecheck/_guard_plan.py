@@ -101,6 +101,28 @@ def _is_int(x) -> bool:
     return isinstance(x, numbers.Integral) or type(x).__name__ == "SymInt"
 
 
+def _describe(x) -> str:
+    """One line naming a value for a message: type and shape where it has one, else a short repr."""
+    shape = getattr(x, "shape", None)
+    if shape is not None:
+        try:
+            return f"{type(x).__name__} of shape {list(int(s) for s in shape)}"
+        except Exception:  # noqa: BLE001 - a foreign object's shape: fall back to the repr
+            pass
+    text = " ".join(repr(x).split())
+    return f"{type(x).__name__} {text[:60]}"
+
+
+def _want_shape(rule: ArgRule, shape: tuple) -> list:
+    """``shape`` with the spec's fixed sizes put in: what the message asks for."""
+    want = list(shape)
+    first = len(shape) - len(rule.dims)
+    for k, dim in enumerate(rule.dims):
+        if dim.kind == "fixed":
+            want[first + k] = dim.value
+    return want
+
+
 def explain(contract: Contract, values: dict) -> list[Violation]:
     """Every violation of ``contract`` by the call's argument ``values`` (name -> value)."""
     fn = contract.func_name
@@ -139,9 +161,20 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
             if dim.kind == "name":
                 bind(dim.name, size, rule.name, rule, None)
             elif dim.kind == "fixed" and size != dim.value:
-                out.append(Violation((rule.name, "fixed", None), f"{fn}: {rule.name} is {size} but must be {dim.value}"))
+                out.append(
+                    Violation(
+                        (rule.name, "fixed", None),
+                        f"{fn}: {rule.name} is {size} but must be {dim.value}, as the spec {rule.spec_text!r} says; pass {dim.value}",
+                    )
+                )
             elif dim.kind == "min_fixed" and size < dim.value:
-                out.append(Violation((rule.name, "min", None), f"{fn}: {rule.name} is {size} but must be >= {dim.value}"))
+                out.append(
+                    Violation(
+                        (rule.name, "min", None),
+                        f"{fn}: {rule.name} is {size} but must be >= {dim.value}, as the spec {rule.spec_text!r} says; "
+                        f"pass at least {dim.value}",
+                    )
+                )
             elif dim.kind == "min_name":
                 deferred.append((rule, None, dim, size))
             continue
@@ -151,7 +184,8 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
             out.append(
                 Violation(
                     (rule.name, "type"),
-                    f"{fn}: {rule.name} must be a tensor of dims {rule.spec_text!r}, got {type(x).__name__} {x!r:.60}",
+                    f"{fn}: {rule.name} must be a tensor of dims {rule.spec_text!r}, got {_describe(x)}; "
+                    "pass a torch.Tensor",
                 )
             )
             continue
@@ -174,9 +208,21 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
             if dim.kind == "name":
                 bind(dim.name, size, f"{rule.name} dim {d}", rule, d)
             elif dim.kind == "fixed" and size != dim.value:
-                out.append(Violation((rule.name, "fixed", d), f"{fn}: {rule.name} dim {d} is {size} but must be {dim.value}"))
+                out.append(
+                    Violation(
+                        (rule.name, "fixed", d),
+                        f"{fn}: {rule.name} dim {d} is {size} but must be {dim.value}, as the spec {rule.spec_text!r} "
+                        f"says; pass a tensor of shape {_want_shape(rule, shape)}",
+                    )
+                )
             elif dim.kind == "min_fixed" and size < dim.value:
-                out.append(Violation((rule.name, "min", d), f"{fn}: {rule.name} dim {d} is {size} but must be >= {dim.value}"))
+                out.append(
+                    Violation(
+                        (rule.name, "min", d),
+                        f"{fn}: {rule.name} dim {d} is {size} but must be >= {dim.value}, as the spec "
+                        f"{rule.spec_text!r} says; allocate {rule.name} at least {dim.value} wide along dim {d}",
+                    )
+                )
             elif dim.kind == "min_name":
                 deferred.append((rule, d, dim, size))
         empty = 0 in shape  # no element: strides are irrelevant
@@ -255,7 +301,11 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
             actual, size = strides[d], shape[d]
         except Exception:
             out.append(
-                Violation((rule.name, "stride_of"), f"{fn}: {rule.name} claims {tname}.stride({d}), which {tname} does not have")
+                Violation(
+                    (rule.name, "stride_of"),
+                    f"{fn}: {rule.name} claims {tname}.stride({d}), which {tname} does not have "
+                    f"({_describe(t)}); pass a tensor with that dim as {tname}",
+                )
             )
             continue
         if x != actual and size > 1:

@@ -249,6 +249,17 @@ def build_contract(fn, specs: dict, writes: tuple[str, ...] = (), *, params: lis
         if r.name in writes and r.kind == "stride":
             raise StrideGuardError(f"stride_guard on {name}: writes names {r.name!r}, an integer stride argument, not a tensor")
     rules.sort(key=lambda r: r.position)
+    by_name = {r.name: r for r in rules}
+    for r in rules:
+        if r.kind != "stride":
+            continue
+        tname, d = r.stride_of
+        t = by_name.get(tname)
+        if t is not None and t.kind == "tensor" and not t.ellipsis and not -len(t.dims) <= d < len(t.dims):
+            raise StrideGuardError(
+                f"stride_guard on {name}, {r.name}: stride({tname!r}, {d}) names a dim that {tname} "
+                f"(spec {t.spec_text!r}, {len(t.dims)} dims) does not have"
+            )
     bound = {d.name for r in rules for d in r.dims if d.kind == "name"}
     for r in rules:
         for d in r.dims:

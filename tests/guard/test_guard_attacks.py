@@ -325,3 +325,59 @@ def test_expanded_written_last_dim_reports_the_write_race_not_the_inner_stride()
         f(torch.zeros(1).expand(4))
     assert str(info.value).startswith("f: out is written but two of its elements share memory: dim 0 has stride 0 and size 4")
     assert "out.clone()" in str(info.value)
+
+
+# ----------------------------------------------------------------------------- messages
+
+
+def test_stride_of_a_dim_the_spec_cannot_have_is_refused_at_decoration():
+    # Fixed: accepted at decoration; every call then failed.
+    with pytest.raises(StrideGuardError, match=r"^stride_guard on <lambda>, s: stride\('x', 2\) names a dim that x \(spec 'M N', 2 dims\)"):
+        stride_guard(x="M N", s=stride("x", 2))(lambda x, s: None)
+    stride_guard(x="... N", s=stride("x", 2))(lambda x, s: None)  # '...': any number of dims, judged per call
+
+
+@pytest.mark.parametrize(
+    "spec, value, expected",
+    [
+        (
+            "M 4",
+            torch.zeros(2, 3),
+            "f: x dim 1 is 3 but must be 4, as the spec 'M 4' says; pass a tensor of shape [2, 4]",
+        ),
+        (
+            "M >=4",
+            torch.zeros(2, 3),
+            "f: x dim 1 is 3 but must be >= 4, as the spec 'M >=4' says; allocate x at least 4 wide along dim 1",
+        ),
+        ("3", 2, "f: x is 2 but must be 3, as the spec '3' says; pass 3"),
+        (">=3", 2, "f: x is 2 but must be >= 3, as the spec '>=3' says; pass at least 3"),
+        (
+            "M N",
+            np.zeros((2, 3)),
+            "f: x must be a tensor of dims 'M N', got ndarray of shape [2, 3]; pass a torch.Tensor",
+        ),
+    ],
+    ids=["fixed", "min-fixed", "int-fixed", "int-min", "not-a-tensor"],
+)
+def test_every_message_names_the_fix(spec, value, expected):
+    # Fixed: fixed-size and minimum messages named no fix, and a non-tensor was shown by a repr
+    # cut at 60 characters, newlines included.
+    @stride_guard(x=spec)
+    def f(x):
+        return "ok"
+
+    with pytest.raises(StrideGuardError) as info:
+        f(value)
+    assert str(info.value) == expected
+
+
+def test_stride_of_a_missing_dim_names_the_shape_and_the_fix():
+    @stride_guard(x="... N", s=stride("x", -2))
+    def f(x, s):
+        return "ok"
+
+    assert f(torch.zeros(3, 8)[:, :4], 8) == "ok"
+    with pytest.raises(StrideGuardError) as info:
+        f(torch.zeros(4), 4)
+    assert str(info.value) == "f: s claims x.stride(-2), which x does not have (Tensor of shape [4]); pass a tensor with that dim as x"
