@@ -138,3 +138,37 @@ def test_bind_rejects_what_python_would_reject():
 def test_bind_after_unresolved_star_args_keeps_keywords_only():
     b = bind(_launch(["a"], {"BLOCK": "64", "whatever": "1"}, star=True), K)
     assert {k: v.text for k, v in b.items()} == {"x_ptr": "a", "BLOCK": "64"}
+
+
+def test_stride_names_pair_with_pointers_by_convention():
+    from stridecheck.lint.stride_pairs import owner_candidates, pointer_base, stride_named
+
+    assert pointer_base("x_ptr") == "x" and pointer_base("X") == "x" and pointer_base("in_ptr0") == "in"
+    assert owner_candidates("stride_am") == ["am", "a"]
+    assert owner_candidates("stride_k_head") == ["k_head", "k"]
+    assert owner_candidates("x_row_stride") == ["x_row", "x"]
+    assert owner_candidates("sx0") == ["x0", "x"]
+    assert "w" not in owner_candidates("stride_w_mx_e")  # `mx_e` is not a dimension name
+    assert "b" not in owner_candidates("stride_bsn")  # at most one trailing dimension letter
+    assert stride_named("cache_stride_0") and stride_named("sx0") and not stride_named("n_cols")
+
+
+def test_pairing_by_initials_and_by_use():
+    from stridecheck.lint.model import Access, Index, IndexSource, Step, StepKind, Term
+    from stridecheck.lint.stride_pairs import pair_strides
+
+    k = _kernel("_k", "b_ptr", "b_scale_ptr", "stride_bsn", "stride_row", "out_ptr")
+    k.params[2].kind = k.params[3].kind = ParamKind.STRIDE
+
+    def term(param):
+        return Term(Index("i", frozenset({IndexSource.PROGRAM_ID})), Step(StepKind.STRIDE, param, (param,)), SPAN, "i")
+
+    k.accesses = [
+        Access("load", "b_scale_ptr", [term("stride_bsn")], SPAN),
+        Access("store", "out_ptr", [term("stride_row")], SPAN),
+    ]
+    assert pair_strides(k) == {"stride_bsn": "b_scale_ptr", "stride_row": "out_ptr"}
+    # A name the use contradicts is not trusted: `stride_d` stepping only `q` is not `d_ptr`'s.
+    k2 = _kernel("_k2", "q_ptr", "d_ptr", "stride_d")
+    k2.accesses = [Access("load", "q_ptr", [term("stride_d")], SPAN)]
+    assert pair_strides(k2) == {"stride_d": "q_ptr"}
