@@ -37,3 +37,12 @@ def small_blocks(monkeypatch):
         monkeypatch.setattr(resample_mod, "launch_config", config(block, splits))
 
     return apply
+
+
+def pytest_collection_modifyitems(items):
+    # The interpreter evaluates masked-out lanes too: -inf - -inf and log2(0) there are expected
+    # (the kernels select them away), and numpy reports them as RuntimeWarnings.
+    here = str(__import__("pathlib").Path(__file__).parent)
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.interpreter"))
