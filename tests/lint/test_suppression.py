@@ -96,3 +96,10 @@ def test_engine_api_counts_suppressed_away(tmp_path):
     p = write(tmp_path / "k.py", "import triton  # stridecheck: ignore[SC000]\n" + BIG)
     result = lint([FileInput(str(p), explicit=True)], RunOptions(max_file_size=10, jobs=1, root=tmp_path))
     assert result.findings == [] and result.files_checked == 1
+
+
+def test_fix_on_stdin_prints_the_fixed_source(tmp_path, cli):
+    src = KERNEL_OK.replace("mask = offs < n\n", "mask = offs < n  # stridecheck: ignore[SC001]\n")
+    run = cli(["lint", "--no-cache", "--select", "SC100", "--fix", "--stdin-filename", "k.py", "-"], cwd=tmp_path, input=src)
+    assert run.out == KERNEL_OK and run.code == 0
+    assert not (tmp_path / "k.py").exists()  # nothing written
