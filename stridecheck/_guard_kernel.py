@@ -267,11 +267,13 @@ def check_derived(contract: DerivedContract, values: dict) -> list[Violation]:
             )
         for acc in plan.accesses:
             found = _check_access(fn, p, acc, shape, strides, nd, values)
-            if found and acc.unit is not None and nd >= 2 and shape[-1] > 1 and strides[-1] != 1:
+            if found and acc.unit is not None and nd >= 2:
                 # The unit index may walk another dim of stride 1: a K-major operand handed as
                 # `w.t()` ([K, N], strides [1, K]) to `b_ptr + offs_k[:, None] + offs_n[None, :] *
                 # stride_bn`. Accept when some such dim makes every term of the address fit;
-                # otherwise report the reading with the last dim (the usual layout).
+                # otherwise report the reading with the last dim (the usual layout). A size-1 dim
+                # is not tried: its stride is arbitrary, and a unit index walking it would have
+                # to be masked to one element, which the plan cannot see.
                 for u in range(nd - 1):
                     if shape[u] > 1 and strides[u] == 1 and not _check_access(
                         fn, p, acc, shape, strides, nd, values, unit_dim=u

@@ -205,3 +205,69 @@ def test_unit_index_may_walk_a_stride_one_dim_other_than_the_last():
     strided = torch.randn(4, 6)[:, ::2]
     with pytest.raises(StrideGuardError, match=r"b_ptr is addressed as `... \+ tl.arange\(0, BK\)`.*stride\(1\) is 2"):
         k[(1,)](strided, out, strided.stride(1), 4, 3, BK=4, BN=4)
+
+
+# ----------------------------------------------------------------------------- properties
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - kept with the property tests
+from hypothesis import strategies as st  # noqa: E402
+
+from stridecheck._guard_kernel import check_derived  # noqa: E402
+from stridecheck.strategies import strided_tensors  # noqa: E402
+
+_PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+tile_store = stride_guard(_tile_store)
+k_major = stride_guard(_k_major)
+
+
+@_PROPS
+@given(st.tuples(st.integers(0, 9), st.integers(0, 5)).flatmap(lambda mn: strided_tensors(mn)))
+def test_tile_store_never_rejects_a_valid_layout(out):
+    # Any layout strided_tensors builds (padding, slices, offsets, permuted outer dims) with the
+    # launch passing the true row stride and any row count up to the rows there are.
+    tile_store._check(out, out.stride(0), out.shape[0], BM=16, BN=8)
+    tile_store._check(out, out.stride(0), 0, BM=16, BN=8)
+
+
+@_PROPS
+@given(st.tuples(st.integers(0, 5), st.integers(2, 5)).flatmap(lambda nk: strided_tensors(nk)))
+def test_k_major_operand_transposed_is_accepted(w):
+    # w is [N, K] with unit inner stride; the kernel reads it as b = w.t() ([K, N], K-major).
+    # K >= 2: with K = 1 the unit index walks a size-1 dim whose stride is arbitrary, and only
+    # the mask (which the plan does not read) says it stays at index 0 (a known limitation).
+    b = w.t()
+    out = torch.empty(b.shape)
+    k_major._check(b, out, b.stride(1), b.shape[0], b.shape[1], BK=8, BN=8)
+
+
+@st.composite
+def _any_launch(draw):
+    kernel = draw(st.sampled_from([flat_rows, gather_column, batched, tile_store, k_major]))
+    pointers = {p.name for p in kernel.contract.pointers}
+    values = {}
+    for name in kernel.contract.params:
+        if name in ("BLOCK", "BM", "BN", "BK"):
+            continue
+        if name in pointers:
+            nd = draw(st.integers(0, 3))
+            shape = draw(st.lists(st.integers(0, 3), min_size=nd, max_size=nd))
+            strides = draw(st.lists(st.integers(0, 6), min_size=nd, max_size=nd))
+            values[name] = torch.empty(300).as_strided(shape, strides)
+        else:
+            values[name] = draw(st.integers(0, 8))
+    return kernel, values
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_any_launch())
+def test_fast_detector_agrees_with_check_derived_on_the_attack_kernels(launch):
+    # The fast path must flag every launch check_derived rejects (flattened and offset
+    # addressing, tiles, a unit index on another dim): both must give the same verdict.
+    kernel, values = launch
+    expected = check_derived(kernel.contract, values)
+    try:
+        kernel._check(**values)
+        raised = None
+    except StrideGuardError as e:
+        raised = str(e)
+    assert raised == (expected[0].message if expected else None)
