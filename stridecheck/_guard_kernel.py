@@ -7,10 +7,14 @@ the tensor the launch passes, from metadata only.
 
 Assigning an address's terms to the tensor's dimensions (per access, per launch):
 
-1. **The unit term** (``+ offs``, no multiplier) steps the last dimension: that dimension must
-   have stride 1 (unless its size is 0 or 1). A masked store (``mask = offs < n``, one bound)
-   through an address that also has outer terms must not run past that dimension:
-   ``n <= shape[-1]``.
+1. **The unit term** (``+ offs``, no multiplier, whose index walks elements: an arange, a
+   program id or a loop counter; a scalar argument or a loaded value is an offset and is not
+   judged) steps the last dimension: that dimension must have stride 1 (unless its size is 0 or
+   1). When that reading fails, another dimension of stride 1 (and size > 1) that makes every
+   term of the address fit is accepted as the one the unit index walks (a K-major operand
+   handed as ``w.t()``). A masked store (``mask = offs < n``, one bound) through an address that
+   also has outer terms, where ``offs`` is the address's only vector (arange) index, must not
+   run past that dimension: ``n <= shape[-1]`` (in a 2-D tile the mask may bound the rows).
 2. **Stride-parameter terms** (``row * x_stride``) are matched by value: the argument must equal
    the stride of a dimension not yet taken; ties go to the outermost such dimension, terms are
    taken in the order written. A value that equals no free dimension's stride is a violation —
@@ -23,6 +27,10 @@ Assigning an address's terms to the tensor's dimensions (per access, per launch)
    inside a flattened dimension (the tensor is addressed as 1-d) and is not judged.
 4. A pointer that is stored through may not have overlapping elements (stride 0 or interleaved
    dimensions: programs would race); all tensors share one device.
+
+An address with more judged terms than the tensor has dims views the tensor as having more dims
+than it has (a flat buffer addressed as rows, ``[B*M, N]`` as ``[B, M, N]``): a term may step by a
+multiple of a stride, so its terms are matched where they can be and none is judged otherwise.
 
 Terms with literal, constexpr or otherwise unreadable steps are not judged (they cannot be
 compared with a stride without the launch's constexprs, and a constexpr record size is

@@ -37,8 +37,9 @@ A string spec is whitespace-separated dimensions, outermost first:
     from the last, and the number of dims must be at least the number named.
 
 An argument that is ``None`` skips its spec, unless it is declared ``required``. A one-token
-spec on an argument whose value is a Python ``int`` binds or checks the integer itself
-(``vocab_size="V"``); on a tensor it means a 1-d tensor.
+spec on an argument whose value is an integer (Python or NumPy) binds or checks the integer
+itself (``vocab_size="V"``); on a tensor it means a 1-d tensor. A spec names a parameter of its
+own: one on ``*args`` or ``**kwargs`` is refused at decoration.
 
 Object forms carry options:
 
@@ -46,7 +47,8 @@ Object forms carry options:
   required=False)``. ``inner_stride`` is the stride the last dimension must have (default 1,
   what an address ``ptr + offs`` assumes); ``None`` opts out for kernels that step the last
   dimension by its stride.
-* ``stride("logits", 0)`` on an integer argument: it must equal ``logits.stride(0)``.
+* ``stride("logits", 0)`` on an integer argument: it must equal ``logits.stride(0)`` (unless that
+  dim has size 0 or 1). A dim the spec of ``logits`` cannot have is refused at decoration.
 
 ``writes=("cache", ...)`` on the decorator marks arguments as written, like
 ``Tensor(..., writes=True)``.
@@ -88,10 +90,14 @@ trace, dynamo traces a registered stand-in instead that checks through ``torch._
 process that never compiles never pays for it). A failed check while tracing raises
 ``StrideGuardError`` (under ``fullgraph=True`` dynamo wraps it; the message is in the chain).
 
+The wrapper keeps the function's signature and ``functools.wraps`` metadata and pickles by
+reference. ``@stride_guard(...)`` above ``@staticmethod`` / ``@classmethod`` guards the function
+inside and keeps the binding; stacked guards check both contracts.
+
 ``STRIDECHECK_GUARD`` is read at decoration: ``0`` (or ``off``/``false``) returns the
 decorated function object itself (zero overhead); ``warn`` logs each failing (function, check)
-once through the ``stridecheck.guard`` logger instead of raising; anything else that is empty,
-``1``, ``on`` or ``raise`` raises.
+once through the ``stridecheck.guard`` logger instead of raising (once across threads, too);
+anything else that is empty, ``1``, ``on`` or ``raise`` raises.
 
 Triton kernels
 --------------
@@ -168,7 +174,9 @@ class GuardedKernel:
     ``k[grid](*args, **kwargs)`` runs the contract's checks on the launch arguments, then
     ``kernel[grid](*args, **kwargs)``. ``k.run(*args, grid=..., **kwargs)`` is checked too.
     Every other attribute (``fn``, ``cache``, ``arg_names``, ``warmup``...) is the kernel's.
-    ``k.contract`` is the contract checked, ``k.kernel`` the wrapped kernel.
+    ``k.contract`` is the contract checked, ``k.kernel`` the wrapped kernel (a guarded kernel,
+    when guards are stacked). It pickles and deep-copies by reference (module and name), as a
+    function does.
     """
 
     def __init__(self, kernel, contract, check, source: str) -> None:
