@@ -182,6 +182,15 @@ def _dtypes(dtype, where: str) -> tuple | None:
     return items
 
 
+def callable_name(fn) -> str:
+    """The name messages use: the function's, a partial's function's, or the callable's class."""
+    for obj in (fn, getattr(fn, "func", None)):
+        name = getattr(obj, "__name__", None)
+        if isinstance(name, str):
+            return name
+    return type(fn).__name__
+
+
 def build_contract(fn, specs: dict, writes: tuple[str, ...] = (), *, params: list[str] | None = None) -> Contract:
     """Check ``specs`` against ``fn``'s signature and return the contract.
 
@@ -189,10 +198,16 @@ def build_contract(fn, specs: dict, writes: tuple[str, ...] = (), *, params: lis
         StrideGuardError: an unknown argument name, a malformed spec, a name used only in
             ``>=`` form, a ``stride()`` naming no tensor argument.
     """
-    name = getattr(fn, "__name__", repr(fn))
+    name = callable_name(fn)
     variadic: set[str] = set()
     if params is None:
-        sig = inspect.signature(fn)
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError) as exc:
+            raise StrideGuardError(
+                f"stride_guard on {name}: cannot read its signature ({exc}); guard a Python function "
+                "that calls it"
+            ) from None
         params = list(sig.parameters)
         variadic = {
             p.name for p in sig.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)

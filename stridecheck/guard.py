@@ -124,7 +124,7 @@ import functools
 import os
 
 from stridecheck._guard_plan import Reporter, generate_kernel_check, generate_wrapper
-from stridecheck._guard_spec import StrideGuardError, Tensor, build_contract, stride
+from stridecheck._guard_spec import StrideGuardError, Tensor, build_contract, callable_name, stride
 
 __all__ = ["stride_guard", "StrideGuardError", "Tensor", "stride", "GuardedKernel", "guard_mode"]
 
@@ -244,13 +244,15 @@ def _wrap(obj, specs: dict, writes, mode: str):
         raise StrideGuardError(f"stride_guard: can only wrap a function or a Triton kernel, got {obj!r}")
     if not specs:
         raise StrideGuardError(
-            f"stride_guard on {getattr(obj, '__name__', obj)}: a plain function needs specs, e.g. "
+            f"stride_guard on {callable_name(obj)}: a plain function needs specs, e.g. "
             "@stride_guard(x='T V'); bare @stride_guard derives them only from a Triton kernel"
         )
     contract = build_contract(obj, specs, writes)
     reporter = Reporter(contract, mode)
     wrapper, src = generate_wrapper(obj, contract, reporter)
     functools.update_wrapper(wrapper, obj)
+    if not isinstance(getattr(obj, "__name__", None), str):  # a partial, a callable object
+        wrapper.__name__ = wrapper.__qualname__ = contract.func_name
     wrapper.__stride_contract__ = contract
     wrapper.__stride_guard_source__ = src
     from stridecheck._guard_compile import provide_traced

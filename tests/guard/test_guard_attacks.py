@@ -381,3 +381,37 @@ def test_stride_of_a_missing_dim_names_the_shape_and_the_fix():
     with pytest.raises(StrideGuardError) as info:
         f(torch.zeros(4), 4)
     assert str(info.value) == "f: s claims x.stride(-2), which x does not have (Tensor of shape [4]); pass a tensor with that dim as x"
+
+
+# ----------------------------------------------------------------------------- other callables
+
+
+def _scaled(x, y, scale):
+    return ("ok", scale)
+
+
+class _CallableLauncher:
+    def __call__(self, x):
+        return "ok"
+
+
+def test_partials_and_callable_objects_are_named_in_messages():
+    # Fixed: messages named them by repr (`functools.partial(<function _scaled at 0x7f...>, ...)`,
+    # `<..._CallableLauncher object at 0x7f...>`).
+    import functools
+
+    g = stride_guard(x="N", y="N")(functools.partial(_scaled, scale=2))
+    assert g(torch.zeros(2), torch.zeros(2)) == ("ok", 2)
+    assert g.__name__ == "_scaled"
+    with pytest.raises(StrideGuardError, match=r"^_scaled: y dim 0 is 3 but must be N = 2"):
+        g(torch.zeros(2), torch.zeros(3))
+    h = stride_guard(x="N M")(_CallableLauncher())
+    assert h(torch.zeros(2, 2)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"^_CallableLauncher: x has 1 dims"):
+        h(torch.zeros(2))
+
+
+def test_a_callable_without_a_signature_is_refused_clearly():
+    # Fixed: inspect's ValueError ("no signature found for builtin") escaped at decoration.
+    with pytest.raises(StrideGuardError, match=r"^stride_guard on add: cannot read its signature .*guard a Python function that calls it$"):
+        stride_guard(input="N")(torch.add)
