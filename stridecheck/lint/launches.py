@@ -1011,6 +1011,8 @@ class _Collector:
         for arg in call.args:
             if arg.star == "*":
                 seq = self._seq(arg.value, state)
+                if isinstance(arg.value, cst.Name) and isinstance(seq, cst.List):
+                    seq = None  # a list variable may have grown since (`args.append(...)`)
                 if isinstance(seq, (cst.Tuple, cst.List)) and not any(
                     isinstance(e, cst.StarredElement) for e in seq.elements
                 ):

@@ -203,9 +203,10 @@ def same_dim(a: ArgOrigin, b: ArgOrigin) -> bool | None:
 
 
 def expected_dims(
-    kernel: Kernel, stride: str, bound: dict[str, ArgOrigin], grid: list[ArgOrigin], tensor_family: str | None
+    kernel: Kernel, stride: str, bound: dict[str, ArgOrigin], grid: list[ArgOrigin], tensor: str | None
 ) -> list[ArgOrigin]:
-    """Shape origins (of the stride's own tensor) bounding the indices that ``stride`` steps."""
+    """Shape origins of the very tensor (variable) whose stride it receives, bounding the indices
+    that ``stride`` steps (a view under another name has other dimensions: not compared)."""
     out = []
     for acc in kernel.accesses:
         for term in acc.terms:
@@ -213,13 +214,13 @@ def expected_dims(
                 continue
             for size in bounds_of(acc, term):
                 o = bound.get(size)
-                if o is not None and o.kind is OriginKind.SHAPE and _fam(o) == tensor_family:
+                if o is not None and o.kind is OriginKind.SHAPE and o.tensor == tensor:
                     out.append(o)
             if not bounds_of(acc, term):
                 for axis in pid_axes(term.index):
                     if axis < len(grid):
                         g = grid[axis]
-                        if g.kind is OriginKind.SHAPE and _fam(g) == tensor_family:
+                        if g.kind is OriginKind.SHAPE and g.tensor == tensor:
                             out.append(g)
     return out
 
@@ -231,6 +232,8 @@ def bounds_of(acc: Access, term) -> tuple[str, ...]:
         return tuple(term.index.bounds)
     if len(acc.mask_bounds) != 1 or IndexSource.ARANGE not in term.index.sources:
         return ()
+    if any(op in term.index.text for op in ("//", "%", "minimum", "maximum", "where")):
+        return ()  # a mask `x < n` bounds x, not `x // r` or `min(x, c)`
     walking = [t for t in acc.terms if IndexSource.ARANGE in t.index.sources]
     return tuple(acc.mask_bounds) if len(walking) == 1 else ()
 

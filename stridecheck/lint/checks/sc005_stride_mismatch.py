@@ -103,7 +103,7 @@ def _at_launch(tree, reported):
                 continue
             if o.dim is None:
                 continue
-            exp = expected_dims(kernel, name, bl.bound, bl.launch.grid, _fam(o))
+            exp = expected_dims(kernel, name, bl.bound, bl.launch.grid, o.tensor)
             verdicts = {same_dim(o, e) for e in exp}
             if verdicts == {False}:
                 dims = {e.dim for e in exp}
