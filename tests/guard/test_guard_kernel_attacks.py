@@ -18,6 +18,9 @@ import triton.language as tl
 from stridecheck import StrideGuardError, Tensor, stride_guard
 from stridecheck.guard import GuardedKernel
 
+# Launches run where Triton runs: the CPU interpreter (tests/conftest.py) or a GPU.
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 @triton.jit
 def _flat_rows(x_ptr, out_ptr, row_stride, n, BLOCK: tl.constexpr):
@@ -33,15 +36,15 @@ flat_rows = stride_guard(_flat_rows)
 def test_flat_buffer_addressed_as_rows_is_accepted():
     # Fixed: a 1-d buffer read as rows `row * row_stride + offs` (a launcher that flattened its
     # input) was refused: "no dim of x_ptr left for it has stride 4 (shape [12])".
-    x = torch.arange(12.0)
-    out = torch.zeros(12)
+    x = torch.arange(12.0, device=DEV)
+    out = torch.zeros(12, device=DEV)
     flat_rows[(3,)](x, out, 4, 4, BLOCK=4)
     assert torch.equal(out, x + 1)
 
 
 def test_rows_with_a_wrong_stride_are_still_rejected():
-    x = torch.arange(24.0).reshape(3, 8)[:, :4]
-    out = torch.zeros(3, 4)
+    x = torch.arange(24.0, device=DEV).reshape(3, 8)[:, :4]
+    out = torch.zeros(3, 4, device=DEV)
     with pytest.raises(StrideGuardError, match=r"^_flat_rows: row_stride = 4 steps x_ptr in `row \* row_stride`"):
         flat_rows[(3,)](x, out, 4, 4, BLOCK=4)
 
@@ -59,16 +62,16 @@ gather_column = stride_guard(_gather_column)
 def test_scalar_offset_is_not_a_unit_step():
     # Fixed: `x_ptr + start + offs * stride_x` took the scalar `start` for the unit inner step
     # and refused a column view (stride 4): "addressed as `... + start`".
-    base = torch.arange(20.0).reshape(5, 4)
+    base = torch.arange(20.0, device=DEV).reshape(5, 4)
     col = base[:, 1]
-    out = torch.zeros(3)
+    out = torch.zeros(3, device=DEV)
     gather_column[(1,)](col, out, 2 * col.stride(0), col.stride(0), 3, BLOCK=4)  # start: in elements
     assert torch.equal(out, col[2:5])
     with pytest.raises(StrideGuardError, match=r"stride_x = 1 steps x_ptr"):
         gather_column[(1,)](col, out, 2, 1, 3, BLOCK=4)
     # The arange-addressed output still needs unit inner stride.
     with pytest.raises(StrideGuardError, match=r"out_ptr is addressed as `... \+ tl.arange\(0, BLOCK\)`"):
-        gather_column[(1,)](col, torch.zeros(3, 2)[:, 0], 2, col.stride(0), 3, BLOCK=4)
+        gather_column[(1,)](col, torch.zeros(3, 2, device=DEV)[:, 0], 2, col.stride(0), 3, BLOCK=4)
 
 
 @triton.jit
@@ -86,12 +89,12 @@ batched = stride_guard(_batched)
 def test_tensor_with_fewer_dims_than_the_address_terms_is_accepted():
     # Fixed: a [B*M, N] tensor addressed as [B, M, N] (stride_b = M * stride(0)) was refused:
     # "stride_b = 24 steps x_ptr ... no dim of x_ptr left for it has stride 24".
-    x = torch.arange(60.0).reshape(6, 10)[:, :5]  # padded rows, B=2, M=3
-    out = torch.zeros(6, 5)
+    x = torch.arange(60.0, device=DEV).reshape(6, 10)[:, :5]  # padded rows, B=2, M=3
+    out = torch.zeros(6, 5, device=DEV)
     batched[(2, 3)](x, out, 3 * x.stride(0), x.stride(0), 3, 5, BLOCK=8)
     assert torch.equal(out, x)
     # A full 3-d tensor is judged: stride_m must be a stride of x.
-    x3 = torch.arange(60.0).reshape(2, 3, 10)[:, :, :5]
+    x3 = torch.arange(60.0, device=DEV).reshape(2, 3, 10)[:, :, :5]
     with pytest.raises(StrideGuardError, match=r"stride_m = 5 steps x_ptr"):
         batched[(2, 3)](x3, out, x3.stride(0), 5, 3, 5, BLOCK=8)
 
@@ -104,8 +107,8 @@ def _no_contract(x_ptr, n):
 def test_a_kernel_with_nothing_to_derive_accepts_every_launch():
     k = stride_guard(_no_contract)
     assert k.contract.pointers == []
-    k[(1,)](torch.zeros(3, 4).t(), 5)
-    k[(1,)](torch.zeros(1).expand(7), 5)
+    k[(1,)](torch.zeros(3, 4, device=DEV).t(), 5)
+    k[(1,)](torch.zeros(1, device=DEV).expand(7), 5)
 
 
 @stride_guard
@@ -120,9 +123,9 @@ def test_module_level_guarded_kernel_pickles_by_reference():
     # a guarded kernel now pickles as a function does, by module and name.
     assert pickle.loads(pickle.dumps(pickled_kernel)) is pickled_kernel
     assert copy.deepcopy(pickled_kernel) is pickled_kernel
-    x = torch.ones(4)
+    x = torch.ones(4, device=DEV)
     pickled_kernel[(1,)](x, 4, BLOCK=4)
-    assert torch.equal(x, torch.full((4,), 2.0))
+    assert torch.equal(x, torch.full((4,), 2.0, device=DEV))
 
 
 def test_guarding_a_guarded_kernel_chains_both_checks():
@@ -130,13 +133,13 @@ def test_guarding_a_guarded_kernel_chains_both_checks():
     both = stride_guard(x_ptr=Tensor("N", dtype=torch.float32), n="N")(flat_rows)
     assert isinstance(both, GuardedKernel) and both.kernel is flat_rows
     assert both.arg_names == _flat_rows.arg_names
-    x, out = torch.arange(12.0), torch.zeros(12)
+    x, out = torch.arange(12.0, device=DEV), torch.zeros(12, device=DEV)
     both[(3,)](x, out, 4, 12, BLOCK=4)
     with pytest.raises(StrideGuardError, match=r"x_ptr has dtype float64 but must be float32"):
         both[(3,)](x.double(), out, 4, 12, BLOCK=4)  # the outer (spec) check
-    x2 = torch.arange(24.0).reshape(3, 8)[:, :4]
+    x2 = torch.arange(24.0, device=DEV).reshape(3, 8)[:, :4]
     with pytest.raises(StrideGuardError, match=r"row_stride = 4 steps x_ptr"):
-        stride_guard(flat_rows)[(3,)](x2, torch.zeros(3, 4), 4, 4, BLOCK=4)  # the inner (derived) check
+        stride_guard(flat_rows)[(3,)](x2, torch.zeros(3, 4, device=DEV), 4, 4, BLOCK=4)  # the inner (derived) check
 
 
 class _SlowSet(set):
@@ -151,12 +154,12 @@ def test_derived_warn_once_holds_under_threads(monkeypatch, caplog):
     monkeypatch.setenv("STRIDECHECK_GUARD", "warn")
     k = stride_guard(_flat_rows)
     k._check.__globals__["_sg_report"].warned = _SlowSet()
-    x = torch.arange(24.0).reshape(3, 8)[:, :4]
+    x = torch.arange(24.0, device=DEV).reshape(3, 8)[:, :4]
     barrier = threading.Barrier(6)
 
     def worker():
         barrier.wait()
-        k._check(x, torch.zeros(3, 4), 4, 4, BLOCK=4)
+        k._check(x, torch.zeros(3, 4, device=DEV), 4, 4, BLOCK=4)
 
     with caplog.at_level(logging.WARNING, logger="stridecheck.guard"):
         threads = [threading.Thread(target=worker) for _ in range(6)]
@@ -179,9 +182,9 @@ def test_row_masked_tile_store_is_not_judged_against_the_last_dim():
     # Fixed: a 2-D tile store masked on its rows (`offs_m < M`) was read as a bound on the last
     # dim and refused: "masked by `< M` = 8 along its last dim, which hold only 4 elements".
     k = stride_guard(_tile_store)
-    out = torch.zeros(8, 4)
+    out = torch.zeros(8, 4, device=DEV)
     k[(1,)](out, out.stride(0), 8, BM=8, BN=4)
-    assert torch.equal(out, torch.ones(8, 4))
+    assert torch.equal(out, torch.ones(8, 4, device=DEV))
 
 
 @triton.jit
@@ -197,12 +200,12 @@ def test_unit_index_may_walk_a_stride_one_dim_other_than_the_last():
     # Fixed: a K-major operand handed as w.t() ([K, N], strides [1, K]) to a kernel whose unit
     # index walks K was refused ("a unit step along its last dim, but b_ptr.stride(1) is 4").
     k = stride_guard(_k_major)
-    b = torch.randn(3, 4).t()
-    out = torch.zeros(4, 3)
+    b = torch.randn(3, 4, device=DEV).t()
+    out = torch.zeros(4, 3, device=DEV)
     k[(1,)](b, out, b.stride(1), 4, 3, BK=4, BN=4)
     assert torch.equal(out, b)
     # No dim of stride 1: still refused, with the last-dim reading.
-    strided = torch.randn(4, 6)[:, ::2]
+    strided = torch.randn(4, 6, device=DEV)[:, ::2]
     with pytest.raises(StrideGuardError, match=r"b_ptr is addressed as `... \+ tl.arange\(0, BK\)`.*stride\(1\) is 2"):
         k[(1,)](strided, out, strided.stride(1), 4, 3, BK=4, BN=4)
 
