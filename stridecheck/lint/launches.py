@@ -71,6 +71,9 @@ _LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_l
 # Views and conversions that are contiguous when their source is (a reshape of a packed tensor is packed).
 _KEEPS_CONTIGUITY = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "to",
                                "float", "half", "bfloat16", "int", "long", "cuda", "cpu", "type"})
+# Views whose strides are not those of a packed tensor of their shape.
+_STRIDED_VIEWS = frozenset({"transpose", "permute", "t", "narrow", "select", "expand", "expand_as", "movedim",
+                            "as_strided", "unfold", "diagonal"})
 # Results that share storage with their source, with other strides (the source's "family").
 _VIEWS = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "transpose", "permute",
                     "t", "T", "mT", "narrow", "select", "expand", "expand_as", "unflatten", "movedim",
@@ -94,6 +97,7 @@ class _Tensor:
     like_of: str | None = None  # torch.*_like(t) / t.clone(): t
     alloc_call: str | None = None  # returned by an imported function (resolved by the linker)
     opaque: bool = False  # returned by a call we know nothing of (a table of data pointers, a view...)
+    view: bool = False  # a slice, transpose, permute, expand... made in the launcher: strided for sure
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
@@ -756,6 +760,16 @@ class _Collector:
         """What a tensor-valued expression is, or None when it is nothing known."""
         if isinstance(node, cst.Name):
             return state.tensors.get(node.value)
+        if isinstance(node, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in node.slice):
+            # `logits[:, :vocab]`, `x[..., 1:]`: a slice view made right here.
+            base = self.tensor_name(node.value)
+            if base is not None and not (dotted(node.value) or "").endswith(("shape", "stride")):
+                inner = [e for e in node.slice[1:] if isinstance(e.slice, cst.Slice)]
+                return _Tensor(family=self.family(base, state), view=bool(inner))
+        if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT", "H", "mH"):
+            base = self.tensor_name(node.value)
+            if base is not None:
+                return _Tensor(family=self.family(base, state), view=True)
         if isinstance(node, cst.IfExp):
             # `x if x.is_contiguous() else x.contiguous()`
             body_state = state.copy()
@@ -807,7 +821,7 @@ class _Collector:
             if meth in _KEEPS_CONTIGUITY:
                 return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam)
             if meth in _VIEWS:
-                return _Tensor(family=fam)
+                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS)
         return None
 
     def origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
@@ -857,6 +871,10 @@ class _Collector:
                             return self.origin(el.value, state)
                         finally:
                             self._resolving.discard(d)
+            facts = self.tensor_facts(node, state)
+            if facts is not None:
+                return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=self.tensor_name(node.value),
+                                 family=facts.family, strided_view=facts.view)
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
         if isinstance(node, cst.Call):
             m = _method(node)
@@ -889,7 +907,7 @@ class _Collector:
                     name = self.tensor_name(m[0])
                 return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name,
                                  contiguous=facts.contiguous, fresh=facts.fresh,
-                                 family=facts.family or name, like_of=facts.like_of)
+                                 family=facts.family or name, like_of=facts.like_of, strided_view=facts.view)
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
             left = self.origin(node.left, state)
@@ -905,6 +923,11 @@ class _Collector:
                 return ArgOrigin(OriginKind.PRODUCT, "", _NO_SPAN, factors=(left, right))
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
         if isinstance(node, cst.Attribute):
+            if node.attr.value in ("T", "mT"):
+                facts = self.tensor_facts(node, state)
+                if facts is not None:
+                    return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=self.tensor_name(node.value),
+                                     family=facts.family, strided_view=True)
             d = dotted(node)
             if d is not None:
                 return self._tensor_origin(d, state.tensors.get(d), state)
@@ -937,7 +960,7 @@ class _Collector:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
-                         alloc_call=facts.alloc_call, opaque=facts.opaque)
+                         alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view)
 
     def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
         o = self.origin(node, state)

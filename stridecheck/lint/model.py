@@ -185,6 +185,9 @@ class ArgOrigin:
     # TENSOR: a local variable returned by a call the launcher knows nothing of (`b_ptr =
     # _get_ptr(weights)`, a table of data pointers): what its strides should be is unknown.
     opaque: bool = False
+    # TENSOR: made in the launcher by a slice of an inner dimension, a transpose, permute, expand...
+    # (`logits = padded[:, :vocab]`): provably *not* packed.
+    strided_view: bool = False
 
 
 @dataclass(slots=True)
