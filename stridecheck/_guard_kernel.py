@@ -68,6 +68,7 @@ class AccessPlan:
     size_terms: tuple[tuple[tuple[str, ...], str], ...]  # (size parameters multiplied, term text)
     store_bound: str | None  # the one parameter bounding a store's mask
     line: int = 0
+    opaque: tuple[str, ...] = ()  # terms whose step is not judged (literal, constexpr, other)
 
 
 @dataclass(slots=True)
@@ -97,6 +98,7 @@ class DerivedContract:
                 parts += [f"`{t}` -> a leftover dim of stride {'*'.join(ps)}" for ps, t in a.size_terms]
                 if a.store_bound:
                     parts.append(f"store mask < {a.store_bound} <= shape[-1]")
+                parts += [f"`{t}` not judged" for t in a.opaque]
                 lines.append(f"  {p.name}{' (written)' if p.written else ''}: " + "; ".join(parts))
         return "\n".join(lines)
 
@@ -142,7 +144,7 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
         if acc.writes and acc.op == "store":
             plan.written = True
         unit = None
-        strides, sizes = [], []
+        strides, sizes, opaque = [], [], []
         for term in acc.terms:
             kind = term.step.kind.value
             if kind == "unit":
@@ -152,6 +154,8 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
                 # about its inner stride.
                 if term.index.sources & _WALKS:
                     unit = unit or term.text
+                else:
+                    opaque.append(term.text)  # an offset may land on any dim: not judged
             elif (
                 kind == "stride"
                 and len(term.step.params) == 1
@@ -166,6 +170,8 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
                 and all(p in params for p in term.step.params)
             ):
                 sizes.append((tuple(term.step.params), term.text))
+            elif kind != "unit":
+                opaque.append(term.text)
         bound = None
         # The model does not say which index a mask bounds. Only when the unit index is the one
         # vector (arange) index of the address can `offs < n` be taken to bound the last dim; in
@@ -189,6 +195,7 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
             tuple(sizes),
             bound,
             acc.span.line,
+            tuple(opaque),
         )
         if ap not in plan.accesses and (ap.unit or ap.stride_terms or ap.size_terms):
             plan.accesses.append(ap)
@@ -382,7 +389,9 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values, unit_dim: 
             if shape[k] > 1 and strides[k] != want:
                 packed_at = k
                 break
-        if packed_at is not None and (acc.stride_terms or acc.size_terms) and not flattened:
+        # A term whose step is not judged (`h * STRIDE_H`, a constexpr) may step a free dim by
+        # its true stride: then that dim is not walked by the unit index and need not be packed.
+        if packed_at is not None and (acc.stride_terms or acc.size_terms) and not flattened and not acc.opaque:
             out.append(
                 Violation(
                     (p, "packed", acc.line),
@@ -499,7 +508,8 @@ def _detector(contract: DerivedContract) -> list[str]:
                 for b_i in range(a_i + 1, len(products)):
                     lines.append(body + f"if {products[a_i]} == {products[b_i]}: raise _sg_Flag")
             if acc.unit and (acc.stride_terms or acc.size_terms):
-                lines.append(body + f"if _sg_len({s}) > {claimed} and not {p}.is_contiguous(): raise _sg_Flag")
+                if not acc.opaque:  # check_derived judges packing only then
+                    lines.append(body + f"if _sg_len({s}) > {claimed} and not {p}.is_contiguous(): raise _sg_Flag")
                 if acc.store_bound:
                     lines.append(body + f"if _sg_len({s}) >= 2 and {acc.store_bound} > {s}[-1]: raise _sg_Flag")
     return lines

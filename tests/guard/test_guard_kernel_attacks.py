@@ -274,3 +274,25 @@ def test_fast_detector_agrees_with_check_derived_on_the_attack_kernels(launch):
     except StrideGuardError as e:
         raised = str(e)
     assert raised == (expected[0].message if expected else None)
+
+
+@triton.jit
+def _heads(x_ptr, out_ptr, stride_b, STRIDE_H: tl.constexpr, D: tl.constexpr):
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1)
+    offs = tl.arange(0, D)
+    v = tl.load(x_ptr + b * stride_b + h * STRIDE_H + offs)
+    tl.store(out_ptr + (b * tl.num_programs(1) + h) * D + offs, v)
+
+
+def test_a_dim_stepped_by_a_constexpr_term_need_not_be_packed():
+    # Fixed: `h * STRIDE_H` (a constexpr step, not judged) left dim 1 "free", and the packed check
+    # demanded x.stride(1) == D for a q-of-interleaved-qk view whose head stride is 2 * D:
+    # "x_ptr dim 1 has no term of its own in the address".
+    k = stride_guard(_heads)
+    qk = torch.randn(2, 3, 2, 4, device=DEV)
+    q = qk[:, :, 0, :]  # [B, H, D], strides [24, 8, 1]
+    out = torch.empty(2, 3, 4, device=DEV)
+    k[(2, 3)](q, out, q.stride(0), STRIDE_H=8, D=4)
+    assert torch.equal(out, q)
+    assert "`h * STRIDE_H` not judged" in k.contract.describe()
