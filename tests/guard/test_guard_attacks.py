@@ -415,3 +415,69 @@ def test_a_callable_without_a_signature_is_refused_clearly():
     # Fixed: inspect's ValueError ("no signature found for builtin") escaped at decoration.
     with pytest.raises(StrideGuardError, match=r"^stride_guard on add: cannot read its signature .*guard a Python function that calls it$"):
         stride_guard(input="N")(torch.add)
+
+
+# ----------------------------------------------------------------------------- detector vs. explain on random contracts
+
+_TOKENS = st.sampled_from(["A", "B", "2", "*", ">=A", ">=B", ">=2", "1"])
+
+
+@st.composite
+def _random_contract_and_call(draw):
+    names = [f"p{i}" for i in range(draw(st.integers(1, 4)))]
+    specs = {}
+    for name in names:
+        ellipsis = draw(st.booleans())
+        text = " ".join((["..."] if ellipsis else []) + draw(st.lists(_TOKENS, min_size=0 if ellipsis else 1, max_size=3)))
+        form = draw(st.sampled_from(["str", "tensor", "int"]))
+        if form == "tensor":
+            specs[name] = Tensor(
+                text,
+                writes=draw(st.booleans()),
+                inner_stride=draw(st.sampled_from([1, None])),
+                required=draw(st.booleans()),
+            )
+        elif form == "int":
+            specs[name] = draw(st.sampled_from(["A", "B", ">=A", "3"]))
+        else:
+            specs[name] = text
+    if draw(st.booleans()):
+        specs["s"] = stride(draw(st.sampled_from(names)), draw(st.integers(-1, 1)))
+    args = []
+    for _ in names:
+        kind = draw(st.sampled_from(["none", "int", "bool", "tensor", "tensor"]))
+        if kind == "none":
+            args.append(None)
+        elif kind == "int":
+            args.append(draw(st.integers(0, 4)))
+        elif kind == "bool":
+            args.append(draw(st.booleans()))
+        else:
+            nd = draw(st.integers(0, 3))
+            shape = draw(st.lists(st.integers(0, 3), min_size=nd, max_size=nd))
+            strides = draw(st.lists(st.integers(0, 5), min_size=nd, max_size=nd))
+            args.append(torch.empty(200).as_strided(shape, strides))
+    args.append(draw(st.one_of(st.none(), st.integers(0, 6))))
+    return specs, names + ["s"], args
+
+
+@settings(max_examples=400, deadline=None)
+@given(_random_contract_and_call())
+def test_fast_detector_agrees_with_explain_on_random_contracts(case):
+    # The generated per-call code tracks bindings through optional arguments, '...', ints and
+    # deferred minimums statically; it must flag every call explain() rejects, so that the
+    # guard's verdict (and its first message) is explain()'s on every call.
+    specs, params, args = case
+    namespace: dict = {}
+    exec(f"def f({', '.join(params)}): return 'ok'", namespace)
+    try:
+        guarded = stride_guard(**specs)(namespace["f"])
+    except StrideGuardError:
+        return  # a contract refused at decoration (e.g. a name only in >= form)
+    expected = plan.explain(guarded.__stride_contract__, dict(zip(params, args)))
+    try:
+        guarded(*args)
+        raised = None
+    except StrideGuardError as e:
+        raised = str(e)
+    assert raised == (expected[0].message if expected else None)
