@@ -18,7 +18,9 @@ stable form of ``log(p_i - q_i)``; the noise is the verification stream of
 :func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
 kernel: with several programs per request, a first launch writes per-program partial
 (max, sum) pairs and the second merges them; with one program per request both passes run in one
-launch.
+launch. ``use_fp64`` runs a separate float64 branch (``PHASE == 3``, one program per request);
+the float32 phases are the GPU-tuned path. A rejected row whose residual has no mass (p == q)
+falls back to a draw from p, decided once per request after the maximum is known.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from guarded_kernels._workspace import row_scratch, sm_count
 from guarded_kernels.noise import (
     _log2_f32,
     neg_log2_exponential,
+    ordered_key,
     pack_key_index,
     row_key,
     token_hash,
@@ -139,6 +142,83 @@ def _merge_lse2(stats_ptr, row_offset, which, num_splits, SPLITS_P2: tl.constexp
 
 
 @triton.jit
+def _chunk_lse2_f64(row_ptr, end, scale, BLOCK: tl.constexpr):
+    """float64 ``log2 sum_i 2**(x_i * scale)`` over ``[0, end)`` (``scale`` float64)."""
+    lanes = tl.arange(0, BLOCK)
+    m = tl.full((BLOCK,), float("-inf"), tl.float64)
+    s = tl.zeros((BLOCK,), tl.float64)
+    for off in range(0, end, BLOCK):
+        idx = off + lanes
+        x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float64) * scale
+        # The same one-exp2 online update as _lse2_block, in float64.
+        e = tl.where(x == float("-inf"), 0.0, tl.exp2(-tl.abs(x - m)))
+        grow = x > m
+        s = tl.where(grow, s * e + 1.0, s + e)
+        m = tl.maximum(m, x)
+    mx = tl.max(m, 0)
+    ref = tl.where(mx == float("-inf"), 0.0, mx)
+    return mx + tl.log2(tl.sum(s * tl.exp2(m - ref), 0))
+
+
+@triton.jit
+def _residual_block_f64(
+    target_row_ptr, draft_row_ptr, idx, end, draft_vocab_size, key, scale, lse_t, lse_d, greedy, residual,
+    rejected, best_val, best_idx,
+):
+    """float64 twin of :func:`_residual_block` (every block masked: this path is not tuned)."""
+    x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float64)
+    if greedy:
+        k = x
+    else:
+        noise = neg_log2_exponential(token_hash(key, idx), False, True)
+        if residual:
+            lp = x * scale - lse_t
+            dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
+            lq = dl.to(tl.float64) * scale - lse_d
+            d2 = lq - lp
+            dn = d2 * 0.6931471805599453
+            # 1 - q/p = -expm1(dn). Above dn = -2**-5 the Taylor series to dn**8/8! (truncation
+            # below 2**-40 / 9! ~ 2**-58 relative, under float64's 2**-53); below it
+            # 1 - exp2(d2) >= 0.03 loses at most 5 of 53 bits to cancellation.
+            series = -dn * (1.0 + dn * (0.5 + dn * (0.16666666666666666 + dn * (0.041666666666666664 + dn * (
+                0.008333333333333333 + dn * (0.001388888888888889 + dn * (0.0001984126984126984
+                + dn * 2.48015873015873e-05)))))))
+            one_minus = tl.where(dn > -0.03125, series, 1.0 - tl.exp2(d2))
+            k = tl.where(lp > lq, lp + tl.log2(one_minus) + noise, float("-inf"))
+        else:
+            k = tl.where(idx == rejected, float("-inf"), x * scale + noise)
+    upd = k > best_val
+    return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
+
+
+@triton.jit
+def _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr,
+                 BLOCK: tl.constexpr):
+    """Gumbel-max draw from ``p`` over the whole row with the row's own noise: the draw of
+    :func:`guarded_kernels.gumbel_sample` for that row. Used only when a rejected row's residual
+    has no mass (see :func:`resample`), so it is not tuned: every block is masked."""
+    lanes = tl.arange(0, BLOCK)
+    if USE_FP64:
+        best_val = tl.full((BLOCK,), float("-inf"), tl.float64)
+    else:
+        best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
+    best_idx = lanes
+    for off in range(0, vocab_size, BLOCK):
+        idx = off + lanes
+        x = tl.load(target_row_ptr + idx, mask=idx < vocab_size, other=float("-inf"))
+        if USE_FP64:
+            xf = x.to(tl.float64)
+        else:
+            xf = x.to(tl.float32)
+        k = xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
+        upd = k > best_val
+        best_val = tl.where(upd, k, best_val)
+        best_idx = tl.where(upd, idx, best_idx)
+    m, win = _row_argmax(best_val, best_idx)
+    return win.to(tl.int64)
+
+
+@triton.jit
 def _resample_kernel(
     # [N, V] unit inner stride
     target_ptr,
@@ -180,7 +260,9 @@ def _resample_kernel(
     draft_vocab_size,
     chunk_size,
     num_splits,
-    PHASE: tl.constexpr,  # 0: partial log-sum-exps only; 1: draw using them; 2: both, one program per request
+    # 0: partial log-sum-exps only; 1: draw using them; 2: both, one program per request;
+    # 3: as 2, in float64 (use_fp64)
+    PHASE: tl.constexpr,
     HAS_DRAFT: tl.constexpr,
     FAST_LOG: tl.constexpr,
     SPLITS_P2: tl.constexpr,
@@ -209,7 +291,38 @@ def _resample_kernel(
     target_row_ptr = target_ptr + row * target_stride_0
     draft_row_ptr = draft_ptr + slot * draft_stride_0 + accepted * draft_stride_1
     stats_row = req * num_splits * 4
-    if PHASE == 0:
+    # A draw that replaces a rejected draft; if its residual has no mass (no token with p > q:
+    # p == q, where the residual is undefined) it falls back to p.
+    rejecting = (temp != 0.0) & (accepted < num_drafts)
+    if PHASE == 3:
+        # float64 throughout: logits, scale, log-sum-exps, residual, noise and the maximum.
+        scale64 = 1.4426950408889634 / tl.where(greedy, 1.0, temp).to(tl.float64)
+        lse_t64 = tl.full((), 0.0, tl.float64)
+        lse_d64 = tl.full((), 0.0, tl.float64)
+        if residual:
+            lse_t64 = _chunk_lse2_f64(target_row_ptr, vocab_size, scale64, BLOCK)
+            lse_d64 = _chunk_lse2_f64(draft_row_ptr, draft_vocab_size, scale64, BLOCK)
+        rejected64 = tl.full((), -1, tl.int64)
+        if not HAS_DRAFT:
+            if accepted < num_drafts:
+                rejected64 = tl.load(
+                    draft_tokens_ptr + req * draft_tokens_stride_0 + accepted * draft_tokens_stride_1
+                ).to(tl.int64)
+        key64 = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), 0)
+        lanes64 = tl.arange(0, BLOCK)
+        best_val64 = tl.full((BLOCK,), float("-inf"), tl.float64)
+        best_idx64 = lanes64
+        for off in range(0, vocab_size, BLOCK):
+            best_val64, best_idx64 = _residual_block_f64(
+                target_row_ptr, draft_row_ptr, off + lanes64, vocab_size, draft_vocab_size, key64, scale64, lse_t64,
+                lse_d64, greedy, residual, rejected64, best_val64, best_idx64,
+            )
+        m64, win64 = _row_argmax(best_val64, best_idx64)
+        token64 = win64.to(tl.int64)
+        if rejecting & (m64 == float("-inf")):
+            token64 = _draw_from_p(target_row_ptr, vocab_size, key64, scale64, False, True, BLOCK)
+        tl.store(out_ptr + req, token64)
+    elif PHASE == 0:
         if residual:
             mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK)
             md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK)
@@ -258,9 +371,16 @@ def _resample_kernel(
             if finished == num_splits - 1:
                 packed = tl.atomic_xchg(best_ptr + req, -9223372036854775808)
                 tl.atomic_xchg(done_ptr + req, 0)
-                tl.store(out_ptr + req, unpack_index(packed))
+                token = unpack_index(packed)
+                # Once per request, by its last program: the rare no-mass fallback walks the row.
+                if rejecting & ((packed >> 32) == ordered_key(tl.full((), float("-inf"), tl.float32))):
+                    token = _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG, False, BLOCK)
+                tl.store(out_ptr + req, token)
         else:
-            tl.store(out_ptr + req, win.to(tl.int64))
+            token = win.to(tl.int64)
+            if rejecting & (m == float("-inf")):
+                token = _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG, False, BLOCK)
+            tl.store(out_ptr + req, token)
 
 
 def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device):
@@ -316,12 +436,23 @@ def resample(
         seed: [R] int64.
         pos: [N] int64, each target row's position (keys the noise).
         draft_vocab_size: ``V_d <= min(V, W)``, default ``W``: ``q`` is zero beyond it.
-        use_fp64: accepted for interface parity; the draw is computed in float32 (the residual's
-            stable form keeps float32 exact enough; see the module docstring).
+        use_fp64: float64 logits, ``log2(e) / T``, log-sum-exps, residual, noise and maximum
+            (one program per request, whatever ``launch_config`` says; not tuned for speed). The
+            float32 default resolves keys to about 2**-22 relative.
 
     Returns:
-        [Q] int64 token ids in ``[0, V)``. If the residual has no mass (``q >= p`` everywhere, which
-        the accept/reject step never leaves to resample) the lowest index is returned.
+        [Q] int64 token ids in ``[0, V)``. If a rejected row's residual has no mass (no token with
+        ``p > q``: ``p == q``, where ``max(p - q, 0)`` normalised is undefined; exact arithmetic
+        would have accepted such a draft) the token is drawn from ``p`` with the same noise, that
+        is, the token :func:`guarded_kernels.gumbel_sample` draws for that row. The same holds for
+        one-hot drafts whose ``p`` has no mass outside the rejected token. Rows whose logits are
+        all NaN or ``-inf`` return token 0.
+
+    Algorithm:
+        Gumbel-max (Gumbel, 1954; Maddison et al., 2014) over the residual distribution of
+        speculative sampling (Leviathan et al., 2023; Chen et al., 2023); the noise is
+        :mod:`guarded_kernels.noise`'s verification stream keyed by (seed, pos, token id).
+        Temperature is dimensionless; ``pos`` counts tokens.
 
     Raises:
         StrideGuardError: a layout the kernel cannot address.
@@ -353,6 +484,11 @@ def resample(
     else:
         vd, draft, d0, d1 = 0, target_logits, 0, 0
     block, warps, splits = launch_config(num_reqs, vocab_size, target_logits.dtype, device)
+    if use_fp64:
+        # One program per request: the cross-program merge packs a float32 key.
+        splits = 1
+        if device.type == "cuda":
+            block, warps = 1024, 8
     chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
     splits = triton.cdiv(vocab_size, chunk)
     if splits > 1:
@@ -398,7 +534,9 @@ def resample(
         num_warps=warps,
     )
     grid = (num_reqs, splits)
-    if splits > 1:
+    if use_fp64:
+        _resample_kernel[grid](*args, PHASE=3, **meta)
+    elif splits > 1:
         if has_draft:
             _resample_kernel[grid](*args, PHASE=0, **meta)
         _resample_kernel[grid](*args, PHASE=1, **meta)

@@ -149,7 +149,11 @@ def _gumbel_sample_kernel(
         else:
             scale = temp * 0.0 + _LOG2E
         if USE_FP64:
-            scale_f = scale.to(tl.float64)
+            if APPLY_TEMPERATURE:
+                # The division in float64 too: a float32 log2(e) / T would round every key by 2**-24.
+                scale_f = 1.4426950408889634 / tl.where(greedy, 1.0, temp).to(tl.float64)
+            else:
+                scale_f = temp.to(tl.float64) * 0.0 + 1.4426950408889634
         else:
             scale_f = scale
         # A column inside one row: below V < 2**31 (the launcher checks), so int32 cannot wrap;
@@ -255,16 +259,23 @@ def gumbel_sample(
     logits_cache_source: torch.Tensor | None = None,
     use_fp64: bool = False,
 ) -> torch.Tensor:
-    """Draw one token per row by Gumbel-max: ``argmax_i(logits[t, i] / T + G_i)``.
+    """Draw one token per row by Gumbel-max: ``argmax_i(logits[t, i] / T + G_i)``, ``G_i`` i.i.d.
+    standard Gumbel (Gumbel, 1954; Maddison et al., *A* Sampling*, 2014), so token ``i`` is drawn
+    with probability ``softmax(logits[t] / T)_i``. The noise is counter-based, keyed by
+    (seed, pos, token id) and the stream (:mod:`guarded_kernels.noise` documents the construction
+    and the uniform's 32-bit resolution in the tail).
 
     Args:
         logits: [T, V] float32 / bfloat16 / float16; any row stride, unit inner stride.
         idx_mapping: [T] int32 / int64, row -> request-state index; a negative value marks a
             padding row (token 0 returned, nothing cached).
-        temperature: [R] float32 per request state; 0.0 selects greedy decoding, exactly
-            ``logits.argmax(-1)`` for rows without NaN (lowest index on ties).
+        temperature: [R] float32 per request state, dimensionless; 0.0 selects greedy decoding,
+            exactly ``logits.argmax(-1)`` for rows without NaN (lowest index on ties). A NaN
+            logit never wins, greedy or sampled: a row with some NaN returns the argmax of its
+            numbers (``torch.argmax`` would return the first NaN); an all-NaN or all ``-inf``
+            row returns 0.
         seed: [R] int64 per request state.
-        pos: [T] int64, the token's position; with ``seed`` it keys the noise
+        pos: [T] int64, the token's position (in tokens); with ``seed`` it keys the noise
             (:mod:`guarded_kernels.noise`), so results do not depend on the batch, the grid or the
             block size.
         apply_temperature: divide by ``temperature`` (else the logits are used as they are;
@@ -277,7 +288,8 @@ def gumbel_sample(
         logits_cache_col: 0-d int tensor (one step column for the call) or [T] int tensor (one per
             row); required with ``logits_cache``.
         logits_cache_source: [T, V] optional; cached instead of ``logits``.
-        use_fp64: float64 noise and reduction (one program per row).
+        use_fp64: float64 ``log2(e) / T``, noise and reduction (one program per row, whatever
+            ``launch_config`` says; not tuned for speed).
 
     Returns:
         [T] int64 token ids, always in ``[0, V)``.
@@ -326,6 +338,10 @@ def gumbel_sample(
     source, source_s0 = (logits_cache_source, logits_cache_source.stride(0)) if has_source else (logits, 0)
 
     block, warps, splits = launch_config(num_rows, vocab_size, logits.dtype, device, use_fp64)
+    if use_fp64:
+        # One program per row whatever the configuration: the cross-program merge packs a float32
+        # key, which would round the float64 maximum.
+        splits = 1
     chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
     splits = triton.cdiv(vocab_size, chunk)
     if splits > 1:

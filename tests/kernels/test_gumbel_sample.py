@@ -10,6 +10,7 @@ from guarded_kernels import gumbel_sample
 from stridecheck import StrideGuardError
 from stridecheck.testing import assert_layout_invariant
 from tests.kernels.chisquare import chi2_pvalue
+from tests.kernels.reference import decided_argmax, near_tied_logits, noise2, scale64
 
 # Fixed seeds make each statistical verdict deterministic. alpha = 1e-6: a correct sampler with
 # another hash would fail one such test with probability 1e-6, while the faults they exist for
@@ -234,3 +235,138 @@ def test_guard_refuses_bad_layouts(device):
         gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(0, device=device))
     with pytest.raises(StrideGuardError):
         gumbel_sample(logits, idx, temp, seed, pos[:1])  # T mismatch
+
+
+@pytest.mark.parametrize("is_drafting", [False, True])
+def test_fp64_argmax_equals_a_float64_reference_of_the_same_noise(device, is_drafting, small_blocks):
+    # splits=3 must be ignored by the float64 path: the cross-program merge packs a float32 key.
+    small_blocks(block=16, splits=3)
+    from guarded_kernels.noise import DRAFT_STREAM, VERIFY_STREAM
+
+    stream = DRAFT_STREAM if is_drafting else VERIFY_STREAM
+    g = torch.Generator().manual_seed(31)
+    T, V = 12, 40
+    seed = torch.randint(0, 2**62, (T,), generator=g)
+    pos = torch.randint(0, 2**40, (T,), generator=g)
+    temp = torch.tensor([0.8, 1.3, 0.45], dtype=torch.float32).repeat(T // 3)
+    # Half the rows near-tied (keys within 1e-6: beyond float32's resolution), half random.
+    rows = []
+    for t in range(T):
+        if t % 2 == 0:
+            base = near_tied_logits(int(seed[t]), int(pos[t]), V, float(temp[t]), 1e-6, g)
+            # The near-tie is built on the verification noise; shift it onto the stream used.
+            base = base + ((noise2(int(seed[t]), int(pos[t]), V) - noise2(int(seed[t]), int(pos[t]), V, stream))
+                           / scale64(float(temp[t]))).float()
+            rows.append(base)
+        else:
+            rows.append(torch.randn(V, generator=g) * 2)
+    logits = torch.stack(rows)
+    idx = torch.arange(T)
+    out = gumbel_sample(*(x.to(device) for x in (logits, idx, temp, seed, pos)), is_drafting=is_drafting,
+                        use_fp64=True).cpu()
+    compared = 0
+    for t in range(T):
+        keys = logits[t].double() * scale64(float(temp[t])) + noise2(int(seed[t]), int(pos[t]), V, stream)
+        want = decided_argmax(keys, 1e-11)  # float64 rounding of keys near 3 is ~4e-16
+        if want is not None:
+            compared += 1
+            assert out[t].item() == want, (t, out[t].item(), want)
+    assert compared >= T - 2, compared
+
+
+@pytest.mark.parametrize("per_row_col", [False, True])
+def test_padding_rows_return_an_in_range_id_and_write_nothing(device, per_row_col, small_blocks):
+    # The cache is a view inside a larger zero buffer: a padding row that wrote anywhere (its
+    # slot -1 would address memory before the cache) shows up outside the expected columns.
+    small_blocks(block=16, splits=3)
+    T, V, R, S = 6, 37, 4, 2
+    logits, _, _, _, pos = _inputs(device, T, V)
+    idx = torch.tensor([2, -1, 0, -5, 3, -1], dtype=torch.int64, device=device)
+    temp = torch.tensor([1.0, 0.0, 0.7, 1.0], device=device)
+    seed = torch.arange(R, device=device) + 40
+    buf = torch.zeros(R + 2, S, V + 3, device=device)
+    cache = buf[1:R + 1]
+    col = torch.tensor([1, 0, 0, 1, 1, 0], device=device) if per_row_col else torch.tensor(1, device=device)
+    out = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+    assert ((out >= 0) & (out < V)).all()
+    expected = torch.zeros_like(buf)
+    cols = col.expand(T)
+    for t in range(T):
+        if idx[t] >= 0:
+            expected[1 + idx[t], cols[t], :V] = logits[t]
+    assert torch.equal(buf, expected)
+    # The real rows draw what they draw without the padding rows in the batch.
+    real = idx >= 0
+    alone = gumbel_sample(logits[real], idx[real], temp, seed, pos[real])
+    assert torch.equal(out[real], alone)
+
+
+def test_greedy_nan_rows(device, small_blocks):
+    # Decision (documented in gumbel_sample): a NaN logit never wins, greedy or sampled. Rows
+    # without NaN are torch.argmax exactly; an all-NaN row gives 0, as torch.argmax does; a row
+    # with some NaN gives the argmax of its numbers, where torch.argmax would give the first NaN.
+    small_blocks(block=16, splits=3)
+    T, V = 4, 45
+    logits, idx, temp, seed, pos = _inputs(device, T, V, temperature=0.0)
+    logits[0] = float("nan")
+    logits[1, 7] = float("nan")
+    logits[1, 30] = 50.0
+    logits[2] = float("-inf")
+    out = gumbel_sample(logits, idx, temp, seed, pos)
+    assert out[0].item() == 0 == logits[0].argmax().item()
+    assert out[1].item() == 30
+    assert out[2].item() == 0
+    assert out[3].item() == logits[3].argmax().item()
+
+
+def test_signatures_match_the_issue():
+    import inspect
+
+    from guarded_kernels import resample
+
+    def params(fn):
+        sig = inspect.signature(fn)
+        return [(p.name, p.kind.name, p.default) for p in sig.parameters.values()]
+
+    pos_kind, kw = "POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"
+    empty = inspect.Parameter.empty
+    assert params(gumbel_sample) == [
+        ("logits", pos_kind, empty), ("idx_mapping", pos_kind, empty), ("temperature", pos_kind, empty),
+        ("seed", pos_kind, empty), ("pos", pos_kind, empty),
+        ("apply_temperature", kw, True), ("is_drafting", kw, False), ("logits_cache", kw, None),
+        ("logits_cache_col", kw, None), ("logits_cache_source", kw, None), ("use_fp64", kw, False),
+    ]
+    assert params(resample) == [
+        ("target_logits", pos_kind, empty), ("draft_logits", pos_kind, empty), ("draft_tokens", pos_kind, empty),
+        ("num_accepted", pos_kind, empty), ("cu_num_logits", pos_kind, empty), ("idx_mapping", pos_kind, empty),
+        ("temperature", pos_kind, empty), ("seed", pos_kind, empty), ("pos", pos_kind, empty),
+        ("draft_vocab_size", kw, None), ("use_fp64", kw, False),
+    ]
+
+
+def test_apply_temperature_false_uses_the_logits_as_they_are(device, small_blocks):
+    small_blocks(block=16, splits=2)
+    T, V = 6, 30
+    logits, idx, temp, seed, pos = _inputs(device, T, V, temperature=0.5)
+    plain = gumbel_sample(logits, idx, temp, seed, pos, apply_temperature=False)
+    # The same draw as temperature 1 (same noise): the temperature is not applied...
+    assert torch.equal(plain, gumbel_sample(logits, idx, torch.ones_like(temp), seed, pos))
+    # ...and the call with it applied differs somewhere (logits * 3 at T = 0.5 changes draws).
+    assert not torch.equal(plain, gumbel_sample(logits, idx, temp, seed, pos))
+    # temperature 0 still selects greedy.
+    assert torch.equal(gumbel_sample(logits, idx, temp * 0, seed, pos, apply_temperature=False), logits.argmax(-1))
+
+
+def test_cache_column_of_the_wrong_shape_is_refused(device):
+    logits, idx, temp, seed, pos = _inputs(device, 3, 8)
+    cache = torch.zeros(3, 2, 8, device=device)
+    for col in (torch.tensor([0, 1], device=device), torch.zeros(3, 1, dtype=torch.int64, device=device)):
+        with pytest.raises(ValueError, match=r"0-d or \[T\] = \[3\]"):
+            gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=torch.tensor(0.0, device=device))
+    assert torch.count_nonzero(cache) == 0
+    # int32 per-row columns are accepted.
+    gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache,
+                  logits_cache_col=torch.tensor([1, 0, 1], dtype=torch.int32, device=device))
+    assert torch.equal(cache[idx.long(), torch.tensor([1, 0, 1], device=device)], logits)

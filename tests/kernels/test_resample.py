@@ -1,5 +1,7 @@
 """guarded_kernels.resample: residual, one-hot and bonus draws; greedy; layouts."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -7,6 +9,7 @@ import torch
 from guarded_kernels import gumbel_sample, resample
 from stridecheck.testing import assert_layout_invariant
 from tests.kernels.chisquare import chi2_pvalue
+from tests.kernels.reference import decided_argmax, near_tied_logits, noise2, scale64
 
 ALPHA = 1e-6  # as in test_gumbel_sample: fixed seeds, deterministic verdicts, large margins
 
@@ -42,12 +45,12 @@ def _residual(temperature=1.0, vd=None):
     return p, q, r / r.sum()
 
 
-@pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_residual_distribution(device, temperature, small_blocks):
+@pytest.mark.parametrize("temperature, use_fp64", [(1.0, False), (0.7, True)])
+def test_residual_distribution(device, temperature, use_fp64, small_blocks):
     small_blocks(block=16, splits=1)
     Q = 600 if device.type == "cpu" else 100_000
     args = _batch(device, Q, temperature=temperature)
-    out = resample(*args).cpu().numpy()
+    out = resample(*args, use_fp64=use_fp64).cpu().numpy()
     p, q, r = _residual(temperature)
     # Never a token with p <= q.
     assert not np.isin(out, torch.nonzero(p <= q).flatten().numpy()).any()
@@ -146,3 +149,146 @@ def test_layouts_do_not_change_tokens(device, small_blocks):
     acc = torch.tensor([0, 1, 2], device=device)
     assert_layout_invariant(resample, target, draft, tokens, acc, cu, idx, temp, seed, pos, draft_vocab_size=7)
     assert_layout_invariant(resample, target, None, tokens, acc, cu, idx, temp, seed, pos)
+
+
+def _random_requests(device, Q, S, V, W, seed0):
+    """Q requests of S drafts over V tokens, random logits, every accepted count 0..S in turn."""
+    g = torch.Generator().manual_seed(seed0)
+    N = Q * (S + 1)
+    target = (torch.randn(N, V, generator=g) * 2).to(device)
+    draft = (torch.randn(Q, S, W, generator=g) * 2).to(device)
+    tokens = torch.randint(0, V, (Q, S), generator=g).to(device)
+    acc = (torch.arange(Q) % (S + 1)).to(device)
+    cu = torch.arange(0, N + 1, S + 1, device=device)
+    idx = torch.randperm(Q, generator=g).to(device)
+    temp = torch.tensor([0.6, 1.0, 1.7], dtype=torch.float32).repeat(Q)[:Q].to(device)
+    seed = torch.randint(0, 2**62, (Q,), generator=g).to(device)
+    pos = torch.randint(0, 2**40, (N,), generator=g).to(device)
+    return target, draft, tokens, acc, cu, idx, temp, seed, pos
+
+
+def _reference_keys(target, draft, tokens, acc, cu, idx, temp, seed, pos, r, vd):
+    """float64 base-2 Gumbel-max keys of request r's draw: the residual, p less the rejected
+    token, or p (bonus), with the verification noise of (seed[slot], pos[row])."""
+    V = target.shape[1]
+    S = tokens.shape[1]
+    slot = int(idx[r])
+    row = int(cu[r]) + int(acc[r])
+    sc = scale64(float(temp[slot]))
+    x = target[row].double().cpu() * sc  # log2 p + const
+    noise = noise2(int(seed[slot]), int(pos[row]), V)
+    if int(acc[r]) == S:
+        return x + noise
+    if draft is None:
+        keys = x + noise
+        keys[int(tokens[r, int(acc[r])])] = -math.inf
+        return keys
+    lp = x - torch.logsumexp(x / LOG2E_T, 0) * LOG2E_T
+    d = draft[slot, int(acc[r]), :vd].double().cpu() * sc
+    lq = torch.full((V,), -math.inf, dtype=torch.float64)
+    lq[:vd] = d - torch.logsumexp(d / LOG2E_T, 0) * LOG2E_T
+    res = (torch.exp2(lp) - torch.exp2(lq)).clamp(min=0)
+    return torch.log2(res) + noise
+
+
+LOG2E_T = 1.4426950408889634
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_fp64_argmax_equals_a_float64_reference_of_the_same_noise(device, one_hot, small_blocks):
+    # splits=3 is ignored by the float64 path (one program per request), and must be.
+    small_blocks(block=16, splits=3)
+    Q, S, V, W, vd = 24, 2, 29, 31, 27
+    args = _random_requests(device, Q, S, V, W, seed0=21)
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = args
+    if one_hot:
+        draft, vd = None, None
+    out = resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, draft_vocab_size=vd, use_fp64=True).cpu()
+    compared = 0
+    for r in range(Q):
+        keys = _reference_keys(target, draft, tokens, acc, cu, idx, temp, seed, pos, r, vd or V)
+        # The reference forms p - q by subtraction (the kernel by the stable log form): 1e-9 in
+        # log2 units is far above float64 rounding of either and far below typical key gaps.
+        want = decided_argmax(keys, 1e-9)
+        if want is not None:
+            compared += 1
+            assert out[r].item() == want, (r, out[r].item(), want)
+    assert compared >= Q - 2, compared
+    # The float32 fast path draws the same tokens here (no near-ties at these sizes).
+    assert torch.equal(out, resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, draft_vocab_size=vd).cpu())
+
+
+@pytest.mark.parametrize("use_fp64, block, splits", [(False, 16, 1), (False, 4, 3), (True, 16, 1)])
+def test_no_residual_mass_falls_back_to_p(device, use_fp64, block, splits, small_blocks):
+    # p == q exactly (draft logits equal to the target's): max(p - q, 0) is zero everywhere and
+    # the residual is undefined. In exact arithmetic such a draft is always accepted; the
+    # fallback draws from p (the distribution the output must have), with the row's own noise,
+    # so the token is gumbel_sample's draw of that row. Before, the lowest index came back.
+    small_blocks(block=block, splits=splits)
+    Q, S, V = 12, 2, 9
+    target, _, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, V, seed0=4)
+    acc = torch.zeros(Q, dtype=torch.int64, device=device)  # draft 0 of every request rejected
+    rows = cu[:-1]
+    draft = torch.empty(Q, S, V, device=device)
+    draft[idx, 0] = target[rows]
+    out = resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, use_fp64=use_fp64)
+    assert torch.equal(out, gumbel_sample(target[rows], idx, temp, seed, pos[rows], use_fp64=use_fp64))
+    assert out.unique().numel() > 1  # not a constant index
+    # One-hot drafts where p is a point mass on the rejected token: p less that token is empty;
+    # the only token with mass comes back, not token 0 (which p gives probability 0).
+    point = torch.full((Q * (S + 1), V), -math.inf, device=device)
+    point[:, 5] = 0.0
+    tokens = torch.full((Q, S), 5, dtype=torch.int64, device=device)
+    out = resample(point, None, tokens, acc, cu, idx, temp, seed, pos, use_fp64=use_fp64)
+    assert (out == 5).all()
+
+
+def test_independent_of_batch_composition(device, small_blocks):
+    small_blocks(block=8, splits=2)
+    Q, S, V = 6, 2, 20
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, V, seed0=9)
+    a = resample(target, draft, tokens, acc, cu, idx, temp, seed, pos)
+    # Requests 4, 1, 3 alone, in that order, their rows packed afresh, in other state slots.
+    keep = [4, 1, 3]
+    rows = torch.cat([torch.arange(int(cu[r]), int(cu[r + 1])) for r in keep]).to(device)
+    R2 = 10
+    slots = torch.tensor([7, 0, 3], device=device)
+    draft2 = torch.zeros(R2, S, V, device=device)
+    temp2 = torch.ones(R2, device=device)
+    seed2 = torch.zeros(R2, dtype=torch.int64, device=device)
+    old = idx[keep]
+    draft2[slots], temp2[slots], seed2[slots] = draft[old], temp[old], seed[old]
+    cu2 = torch.arange(0, 3 * (S + 1) + 1, S + 1, device=device)
+    b = resample(target[rows], draft2, tokens[keep], acc[keep], cu2, slots, temp2, seed2, pos[rows])
+    assert torch.equal(b, a[keep])
+
+
+def test_fp64_resolves_draws_that_float32_cannot(device):
+    # Target rows whose keys (under each row's own noise) lie within 1e-6 of one another, below
+    # float32's resolution of keys near 3 (2**-22 ~ 2.4e-7 per rounding, several roundings):
+    # only float64 noise and reduction reproduce the float64 reference here. Bonus rows draw from
+    # p; rejected rows have a draft that is a point mass on token 0 (logit 0, all others -inf),
+    # so the residual is p without token 0 and goes through the residual branch.
+    g = torch.Generator().manual_seed(13)
+    Q, S, V = 16, 1, 24
+    N = Q * (S + 1)
+    seed = torch.randint(0, 2**62, (Q,), generator=g)
+    pos = torch.randint(0, 2**40, (N,), generator=g)
+    temp = torch.full((Q,), 0.8)
+    target = torch.stack([near_tied_logits(int(seed[i // 2]), int(pos[i]), V, 0.8, 1e-6, g) for i in range(N)])
+    draft = torch.full((Q, S, V), -math.inf)
+    draft[:, :, 0] = 0.0
+    acc = torch.arange(Q) % 2  # 0: residual, 1: bonus
+    cu = torch.arange(0, N + 1, S + 1)
+    idx = torch.arange(Q)
+    tokens = torch.zeros(Q, S, dtype=torch.int64)
+    args = [t.to(device) for t in (target, draft, tokens, acc, cu, idx, temp, seed, pos)]
+    out = resample(*args, use_fp64=True).cpu()
+    compared = 0
+    for r in range(Q):
+        keys = _reference_keys(target, draft, tokens, acc, cu, idx, temp, seed, pos, r, V)
+        want = decided_argmax(keys, 1e-11)
+        if want is not None:
+            compared += 1
+            assert out[r].item() == want, (r, out[r].item(), want)
+    assert compared >= Q - 2, compared
