@@ -69,6 +69,7 @@ class AccessPlan:
     store_bound: str | None  # the one parameter bounding a store's mask
     line: int = 0
     opaque: tuple[str, ...] = ()  # terms whose step is not judged (literal, constexpr, other)
+    offsets: tuple[str, ...] = ()  # unit-step terms that do not walk elements (`+ start`)
 
 
 @dataclass(slots=True)
@@ -99,6 +100,7 @@ class DerivedContract:
                 if a.store_bound:
                     parts.append(f"store mask < {a.store_bound} <= shape[-1]")
                 parts += [f"`{t}` not judged" for t in a.opaque]
+                parts += [f"offset `{t}` not judged" for t in a.offsets]
                 lines.append(f"  {p.name}{' (written)' if p.written else ''}: " + "; ".join(parts))
         return "\n".join(lines)
 
@@ -144,7 +146,7 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
         if acc.writes and acc.op == "store":
             plan.written = True
         unit = None
-        strides, sizes, opaque = [], [], []
+        strides, sizes, opaque, offsets = [], [], [], []
         for term in acc.terms:
             kind = term.step.kind.value
             if kind == "unit":
@@ -155,7 +157,7 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
                 if term.index.sources & _WALKS:
                     unit = unit or term.text
                 else:
-                    opaque.append(term.text)  # an offset may land on any dim: not judged
+                    offsets.append(term.text)  # an offset may land on any dim: not judged
             elif (
                 kind == "stride"
                 and len(term.step.params) == 1
@@ -196,6 +198,7 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
             bound,
             acc.span.line,
             tuple(opaque),
+            tuple(offsets),
         )
         if ap not in plan.accesses and (ap.unit or ap.stride_terms or ap.size_terms):
             plan.accesses.append(ap)
@@ -308,7 +311,9 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values, unit_dim: 
     # More terms than dims: the kernel views the tensor as having more dims than it has (a flat
     # buffer addressed as rows, a [B*M, N] tensor as [B, M, N]), so a term may step by a multiple
     # of a stride (M * stride(0)). Terms are matched where they can be, never judged otherwise.
-    flattened = nd < (1 if acc.unit is not None else 0) + len(acc.stride_terms) + len(acc.size_terms)
+    # Unjudged stepping terms count too: `m * ROW` (a constexpr step) may step a dim of its own;
+    # an offset (`+ start`) steps none.
+    flattened = nd < (1 if acc.unit is not None else 0) + len(acc.stride_terms) + len(acc.size_terms) + len(acc.opaque)
     if unit_dim is not None:
         free.remove(unit_dim)
     elif acc.unit is not None and nd >= 1:
@@ -391,7 +396,7 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values, unit_dim: 
                 break
         # A term whose step is not judged (`h * STRIDE_H`, a constexpr) may step a free dim by
         # its true stride: then that dim is not walked by the unit index and need not be packed.
-        if packed_at is not None and (acc.stride_terms or acc.size_terms) and not flattened and not acc.opaque:
+        if packed_at is not None and (acc.stride_terms or acc.size_terms) and not flattened and not acc.opaque and not acc.offsets:
             out.append(
                 Violation(
                     (p, "packed", acc.line),
@@ -508,7 +513,7 @@ def _detector(contract: DerivedContract) -> list[str]:
                 for b_i in range(a_i + 1, len(products)):
                     lines.append(body + f"if {products[a_i]} == {products[b_i]}: raise _sg_Flag")
             if acc.unit and (acc.stride_terms or acc.size_terms):
-                if not acc.opaque:  # check_derived judges packing only then
+                if not acc.opaque and not acc.offsets:  # check_derived judges packing only then
                     lines.append(body + f"if _sg_len({s}) > {claimed} and not {p}.is_contiguous(): raise _sg_Flag")
                 if acc.store_bound:
                     lines.append(body + f"if _sg_len({s}) >= 2 and {acc.store_bound} > {s}[-1]: raise _sg_Flag")

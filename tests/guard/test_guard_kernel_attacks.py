@@ -296,3 +296,23 @@ def test_a_dim_stepped_by_a_constexpr_term_need_not_be_packed():
     k[(2, 3)](q, out, q.stride(0), STRIDE_H=8, D=4)
     assert torch.equal(out, q)
     assert "`h * STRIDE_H` not judged" in k.contract.describe()
+
+
+@triton.jit
+def _blocks_of_rows(x_ptr, out_ptr, stride_b, ROW: tl.constexpr, N, BLOCK: tl.constexpr):
+    b = tl.program_id(0).to(tl.int64)
+    m = tl.program_id(1).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + b * stride_b + m * ROW + offs, mask=offs < N)
+    tl.store(out_ptr + (b * tl.num_programs(1) + m) * BLOCK + offs, v, mask=offs < N)
+
+
+def test_unjudged_terms_count_when_the_address_has_more_terms_than_dims():
+    # Fixed: `b * stride_b + m * ROW + offs` over a [B*M, N] tensor (stride_b = M * stride(0),
+    # ROW a constexpr) counted only the judged terms (2 = ndim), so stride_b was judged and
+    # refused: "no dim of x_ptr left for it has stride 24".
+    k = stride_guard(_blocks_of_rows)
+    x = torch.arange(48.0, device=DEV).reshape(6, 8)[:, :5]  # B=2, M=3, rows 8 apart
+    out = torch.zeros(6, 8, device=DEV)
+    k[(2, 3)](x, out, 3 * x.stride(0), ROW=x.stride(0), N=5, BLOCK=8)
+    assert torch.equal(out[:, :5], x)
