@@ -28,13 +28,14 @@ Assigning an address's terms to the tensor's dimensions (per access, per launch)
 4. A pointer that is stored through may not have overlapping elements (stride 0 or interleaved
    dimensions: programs would race); all tensors share one device.
 
-An address with more judged terms than the tensor has dims views the tensor as having more dims
-than it has (a flat buffer addressed as rows, ``[B*M, N]`` as ``[B, M, N]``): a term may step by a
+An address with more stepping terms (judged, or stepping by a literal or constexpr) than the
+tensor has dims views the tensor as having more dims than it has (a flat buffer addressed as rows, ``[B*M, N]`` as ``[B, M, N]``): a term may step by a
 multiple of a stride, so its terms are matched where they can be and none is judged otherwise.
 
-Terms with literal, constexpr or otherwise unreadable steps are not judged (they cannot be
+Terms with literal, constexpr or otherwise unreadable steps are not judged: they cannot be
 compared with a stride without the launch's constexprs, and a constexpr record size is
-deliberate in packed byte records). A tensor with no elements is not judged.
+deliberate in packed byte records. An address with such a term, or with a scalar offset, is not
+held to the packing check of rule 1 either (the term may step that dim itself). A tensor with no elements is not judged.
 
 What this cannot see: a swap of two stride arguments that are both strides of the tensor
 (``positional_stride_swap.py`` on a square matrix: the values are A's strides, in the other
