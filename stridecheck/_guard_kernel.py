@@ -35,7 +35,8 @@ multiple of a stride, so its terms are matched where they can be and none is jud
 Terms with literal, constexpr or otherwise unreadable steps are not judged: they cannot be
 compared with a stride without the launch's constexprs, and a constexpr record size is
 deliberate in packed byte records. An address with such a term, or with a scalar offset, is not
-held to the packing check of rule 1 either (the term may step that dim itself). A tensor with no elements is not judged.
+held to the packing check of rule 1 either (the term may step that dim itself). A tensor with
+no elements is not judged.
 
 What this cannot see: a swap of two stride arguments that are both strides of the tensor
 (``positional_stride_swap.py`` on a square matrix: the values are A's strides, in the other
