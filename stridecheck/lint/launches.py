@@ -71,6 +71,9 @@ _LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_l
 # Views and conversions that are contiguous when their source is (a reshape of a packed tensor is packed).
 _KEEPS_CONTIGUITY = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "to",
                                "float", "half", "bfloat16", "int", "long", "cuda", "cpu", "type"})
+# Views that keep every element of their source (what was allocated or checked stays so).
+_SAME_EXTENT_VIEWS = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "unflatten",
+                                "contiguous", "to", "float", "half", "bfloat16"})
 # Views whose strides are not those of a packed tensor of their shape.
 _STRIDED_VIEWS = frozenset({"transpose", "permute", "t", "narrow", "select", "expand", "expand_as", "movedim",
                             "as_strided", "unfold", "diagonal"})
@@ -609,6 +612,8 @@ class _Collector:
             self.assign(small.target, small.value, state)
         elif isinstance(small, cst.AugAssign):
             for name in _target_names(small.target):
+                if name in state.tensors and name not in state.ints:
+                    continue  # `dh0 += ...` on a tensor works in place: same storage, same layout
                 state.kill(name)
         elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             call = small.value
@@ -688,6 +693,11 @@ class _Collector:
         if src is not None and src != name and src not in state.ints:
             fam = self.family(src, state)
             state.vetted[name] = _ANY if src_vetted == _ANY else src_vetted | {src, fam}
+        elif isinstance(value, cst.Call) and (m := _method(value)) is not None and m[1] in _SAME_EXTENT_VIEWS:
+            # `y_view = y.view(-1, N)` of an allocated (or checked) y covers what y covers.
+            base = dotted(m[0])
+            if base is not None and state.vetted.get(base) == _ANY:
+                state.vetted[name] = _ANY
         if origin.kind in (OriginKind.SHAPE, OriginKind.STRIDE, OriginKind.NUMEL, OriginKind.PRODUCT,
                            OriginKind.LITERAL):
             state.ints[name] = origin

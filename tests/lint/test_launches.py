@@ -103,7 +103,7 @@ def test_products_of_shapes_and_strides():
         ("x = x.contiguous().view(-1, 4)", True, False),
         ("x = y[:, :4]", False, False),
         ("for i in range(3):\n        x = x.contiguous()", False, False),  # the loop may not run
-        ("x = x.contiguous()\n    x += 1", False, False),
+        ("x = x.contiguous()\n    x += 1", True, False),  # in place: same storage
     ],
 )
 def test_contiguity_and_freshness(prelude, contiguous, fresh):
@@ -403,3 +403,12 @@ def test_none_on_one_arm_keeps_the_allocation_of_the_other():
         "def f(x, flag):\n    if flag:\n        g = torch.empty(3)\n    else:\n        g = None\n    _k[(1,)](g)\n"
     )
     assert launch.args[0].fresh and launch.args[0].vetted == ("*",)
+
+
+def test_views_of_an_allocation_and_in_place_updates_stay_vetted():
+    launch = _one(
+        "def f(x, n, flag):\n    y = torch.empty_like(x)\n    y_view = y.view(-1, n)\n"
+        "    g = torch.zeros(3) if flag else None\n    g += 1\n    _k[(1,)](y_view, g)\n"
+    )
+    y_view, g = launch.args
+    assert y_view.vetted == ("*",) and g.vetted == ("*",) and g.fresh
