@@ -159,7 +159,7 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
             dim = rule.dims[0]
             size = int(x)
             if dim.kind == "name":
-                bind(dim.name, size, rule.name, rule, None)
+                bind(dim.name, size, f"the integer argument {rule.name}", rule, None)
             elif dim.kind == "fixed" and size != dim.value:
                 out.append(
                     Violation(

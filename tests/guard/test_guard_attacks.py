@@ -481,3 +481,19 @@ def test_fast_detector_agrees_with_explain_on_random_contracts(case):
     except StrideGuardError as e:
         raised = str(e)
     assert raised == (expected[0].message if expected else None)
+
+
+def test_a_name_bound_by_an_integer_argument_says_so():
+    # Fixed: read "(V bound by V) ... allocate it at least as wide as V" when the integer
+    # argument binding V was itself named V.
+    @stride_guard(cache=Tensor("R >=V", writes=True), V="V")
+    def f(cache, V):
+        return "ok"
+
+    assert f(torch.zeros(2, 5), 5) == "ok"
+    with pytest.raises(StrideGuardError) as info:
+        f(torch.zeros(2, 4), 5)
+    assert str(info.value) == (
+        "f: cache dim 1 is 4 but must be >= V = 5 (V bound by the integer argument V); the cache would be "
+        "truncated — allocate it at least as wide as the integer argument V"
+    )
