@@ -292,3 +292,20 @@ def test_fp64_resolves_draws_that_float32_cannot(device):
             compared += 1
             assert out[r].item() == want, (r, out[r].item(), want)
     assert compared >= Q - 2, compared
+
+
+@pytest.mark.parametrize("use_fp64", [False, True])
+def test_nan_rows_return_an_in_range_id(device, use_fp64, small_blocks):
+    small_blocks(block=4, splits=2)
+    Q, S, V = 4, 1, 9
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, V, seed0=17)
+    acc = torch.tensor([0, 1, 0, 0], device=device)
+    target[cu[0]] = float("nan")  # a rejected row, all NaN
+    target[cu[1] + 1] = float("nan")  # a bonus row, all NaN
+    draft[idx[2], 0] = float("nan")  # a NaN draft: q undefined, no token with p > q
+    target[cu[3]] = float("-inf")  # an all -inf rejected row
+    out = resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, use_fp64=use_fp64)
+    assert out[0].item() == 0 and out[1].item() == 0 and out[3].item() == 0
+    # The NaN draft falls back to p: the token gumbel_sample draws for that row.
+    row = cu[2:3]
+    assert out[2].item() == gumbel_sample(target[row], idx[2:3], temp, seed, pos[row]).item()

@@ -1,0 +1,111 @@
+"""Offline SASS check of the sampling kernels: compile for sm_90 (H200) without a GPU and print,
+per shipped configuration, registers per thread and SASS instruction count, for the working tree
+and for a git revision. For changes made without device time: a fast path whose registers and
+instructions are unchanged has not regressed in code generation (speed itself needs the GPU).
+
+    TRITON_INTERPRET=0 python benchmarks/sass_check.py [REV]   # REV defaults to HEAD
+
+Uses Triton's own ptxas / cuobjdump / nvdisasm (shipped in the wheel). Compiler internals
+(``ASTSource``, ``GPUTarget``) are those of triton 3.9.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = {
+    # (kernel, label): (pointer dtypes, constexprs, num_warps), as the launchers choose on an H200.
+    "sample": [
+        ("fp32 split", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, BLOCK=4096), 16),
+        ("bf16 split", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=True, BLOCK=4096), 16),
+        ("fp32 one program", "*fp32", dict(USE_FP64=False, SPLIT=False, PREFETCH=False, BLOCK=2048), 8),
+        ("fp32 use_fp64", "*fp32", dict(USE_FP64=True, SPLIT=False, PREFETCH=False, BLOCK=1024), 8),
+    ],
+    "resample": [
+        (f"{dt[1:]} phase {ph}", dt, dict(PHASE=ph, BLOCK=(2048 if dt == "*fp32" else 4096) if ph != 3 else 1024), 8)
+        for dt in ("*fp32", "*bf16")
+        for ph in (0, 1, 2, 3)
+    ],
+}
+INT_PTRS = {"idx_mapping_ptr", "seed_ptr", "pos_ptr", "cache_col_ptr", "best_ptr", "out_ptr", "draft_tokens_ptr",
+            "num_accepted_ptr", "cu_num_logits_ptr"}
+FLOAT_PTRS = {"logits_ptr", "cache_ptr", "source_ptr", "target_ptr", "draft_ptr"}
+
+
+def _load(source: str, name: str):
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, f.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _measure(fn, dtype: str, consts: dict, warps: int):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    signature = {}
+    for arg in fn.arg_names:
+        if arg in consts:
+            signature[arg] = "constexpr"
+        elif arg in FLOAT_PTRS:
+            signature[arg] = dtype
+        elif arg == "done_ptr":
+            signature[arg] = "*i32"
+        elif arg in INT_PTRS:
+            signature[arg] = "*i64"
+        elif arg == "stats_ptr" or arg == "temperature_ptr":
+            signature[arg] = "*fp32"
+        else:
+            signature[arg] = "i64" if "stride" in arg else "i32"
+    kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=consts),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(kernel.asm["cubin"])
+    usage = subprocess.run([tools / "cuobjdump", "-res-usage", f.name], capture_output=True, text=True).stdout
+    sass = subprocess.run([tools / "nvdisasm", f.name], capture_output=True, text=True).stdout
+    count = sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+[A-Z@{]", line))
+    return int(re.search(r"REG:(\d+)", usage).group(1)), count
+
+
+def _table(sources: dict[str, str], tag: str):
+    sys.path.insert(0, str(ROOT))
+    rows = {}
+    for kind, configs in CONFIGS.items():
+        module = _load(sources[kind], f"_sass_{kind}_{tag}")
+        fn = module._gumbel_sample_kernel if kind == "sample" else module._resample_kernel
+        base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True)
+                if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128))
+        for label, dtype, consts, warps in configs:
+            try:
+                rows[(kind, label)] = _measure(fn, dtype, {**base, **consts}, warps)
+            except Exception as exc:  # a phase the revision does not have
+                rows[(kind, label)] = (type(exc).__name__, "")
+    return rows
+
+
+def main() -> None:
+    os.environ["TRITON_INTERPRET"] = "0"
+    rev = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
+    names = {"sample": "guarded_kernels/sample.py", "resample": "guarded_kernels/resample.py"}
+    tree = {k: (ROOT / p).read_text() for k, p in names.items()}
+    old = {k: subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{p}"], capture_output=True, text=True,
+                             check=True).stdout for k, p in names.items()}
+    a, b = _table(old, "rev"), _table(tree, "tree")
+    print(f"{'kernel':10} {'config':18} {rev + ' regs/instr':>22} {'tree regs/instr':>22}")
+    for key in b:
+        print(f"{key[0]:10} {key[1]:18} {str(a[key]):>22} {str(b[key]):>22}")
+
+
+if __name__ == "__main__":
+    main()
