@@ -566,19 +566,26 @@ def _values_text(contract: Contract) -> str:
 
 
 def generate_wrapper(fn, contract: Contract, reporter: Reporter):
-    """A function with ``fn``'s signature that checks, then returns ``fn(...)``."""
+    """A function with ``fn``'s signature that checks, then returns ``fn(...)``.
+
+    For a coroutine function the wrapper is one too (``async def``, awaiting ``fn``), so that
+    ``inspect.iscoroutinefunction`` and the frameworks that ask it still see a coroutine
+    function; its checks run when the coroutine starts, before ``fn``'s body, as ``fn``'s own
+    would.
+    """
     sig = inspect.signature(fn)
     ns: dict = {**BUILTINS, "_sg_fn": fn, "_sg_Flag": _Flag, "_sg_report": reporter, "_sg_overlaps": overlaps}
     params, call = _signature_text(sig, ns, kernel=False)
     body = _check_body(contract, ns)
+    coroutine = inspect.iscoroutinefunction(fn)
     src = "\n".join(
         [
-            f"def _sg_wrapper({params}):",
+            f"{'async ' if coroutine else ''}def _sg_wrapper({params}):",
             "    try:",
             *(body or ["        pass"]),
             "    except Exception:",
             f"        _sg_report({_values_text(contract)})",
-            f"    return _sg_fn({call})",
+            f"    return {'await ' if coroutine else ''}_sg_fn({call})",
             "",
         ]
     )

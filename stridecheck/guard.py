@@ -121,6 +121,7 @@ torch is never imported by this module; tensors are only read through their attr
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 
 from stridecheck._guard_plan import Reporter, generate_kernel_check, generate_wrapper
@@ -255,9 +256,10 @@ def _wrap(obj, specs: dict, writes, mode: str):
         wrapper.__name__ = wrapper.__qualname__ = contract.func_name
     wrapper.__stride_contract__ = contract
     wrapper.__stride_guard_source__ = src
-    from stridecheck._guard_compile import provide_traced
+    if not inspect.iscoroutinefunction(wrapper):  # torch.compile does not trace coroutines
+        from stridecheck._guard_compile import provide_traced
 
-    provide_traced(wrapper, contract, reporter)
+        provide_traced(wrapper, contract, reporter)
     return wrapper
 
 

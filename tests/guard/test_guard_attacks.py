@@ -497,3 +497,19 @@ def test_a_name_bound_by_an_integer_argument_says_so():
         "f: cache dim 1 is 4 but must be >= V = 5 (V bound by the integer argument V); the cache would be "
         "truncated — allocate it at least as wide as the integer argument V"
     )
+
+
+def test_a_guarded_coroutine_function_is_still_one():
+    # Fixed: the wrapper was a plain function returning the coroutine, so
+    # inspect.iscoroutinefunction (asyncio frameworks, pytest-asyncio) said False.
+    import asyncio
+
+    @stride_guard(x="N", y="N")
+    async def launch(x, y):
+        await asyncio.sleep(0)
+        return x.shape[0]
+
+    assert inspect.iscoroutinefunction(launch)
+    assert asyncio.run(launch(torch.zeros(3), torch.zeros(3))) == 3
+    with pytest.raises(StrideGuardError, match=r"^launch: y dim 0 is 4 but must be N = 3"):
+        asyncio.run(launch(torch.zeros(3), torch.zeros(4)))
