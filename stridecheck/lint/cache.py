@@ -57,6 +57,27 @@ def builder_fingerprint() -> str:
     return h.hexdigest()
 
 
+class _ModelUnpickler(pickle.Unpickler):
+    """Reads back only what the cache writes: dicts, tuples, strings, numbers, and the plain data
+    classes of :mod:`stridecheck.lint.model`. A cache file is in the working tree, where a pull
+    request can plant one, and a plain ``pickle.load`` of a planted file runs arbitrary code (its
+    name is predictable from the released version); here any other global is refused, and the
+    file is treated as a cold start."""
+
+    _BUILTINS = frozenset({"frozenset", "set"})
+
+    def find_class(self, module: str, name: str):
+        if module == "stridecheck.lint.model" and not name.startswith("_"):
+            from stridecheck.lint import model
+
+            value = getattr(model, name, None)
+            if isinstance(value, type):
+                return value
+        elif module == "builtins" and name in self._BUILTINS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"the cache may not load {module}.{name}")
+
+
 class Cache:
     def __init__(self, file: Path, entries: dict):
         self.file = file
@@ -73,7 +94,7 @@ class Cache:
         entries: dict = {}
         try:
             with open(file, "rb") as fh:
-                loaded = pickle.load(fh)
+                loaded = _ModelUnpickler(fh).load()
             if isinstance(loaded, dict):
                 entries = loaded
         except FileNotFoundError:
