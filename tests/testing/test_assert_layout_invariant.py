@@ -41,7 +41,7 @@ def scale_rows_by_width(x):
     """Rows stepped by the width: right only for contiguous x (the founding bug's shape)."""
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_rows, n_cols = x.shape
-    _scale_rows_kernel[(n_rows,)](out, out.stride(0), x, n_cols, n_cols, BLOCK=triton.next_power_of_2(n_cols))
+    _scale_rows_kernel[(n_rows,)](out, out.stride(0), x, n_cols, n_cols, BLOCK=triton.next_power_of_2(n_cols))  # stridecheck: ignore[SC004] (buggy on purpose)
     return out
 
 
@@ -63,7 +63,7 @@ def add_into(y, x):
 
 def add_into_with_x_stride(y, x):
     """In place, but y is addressed with x's row stride (SC005's shape)."""
-    _add_into_kernel[(y.shape[0],)](y, x.stride(0), x, x.stride(0), y.shape[1], BLOCK=triton.next_power_of_2(y.shape[1]))
+    _add_into_kernel[(y.shape[0],)](y, x.stride(0), x, x.stride(0), y.shape[1], BLOCK=triton.next_power_of_2(y.shape[1]))  # stridecheck: ignore[SC005] (buggy on purpose)
 
 
 @triton.jit
