@@ -1078,6 +1078,17 @@ def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
     )
 
 
+def _bare_kernel(func: ast.FunctionDef, src: SourceText) -> Kernel:
+    args = func.args
+    params = []
+    for pos, a in enumerate(args.posonlyargs + args.args + args.kwonlyargs):
+        ann = src.text(a.annotation) if a.annotation is not None else ""
+        kind = ParamKind.CONSTEXPR if "constexpr" in ann else ParamKind.SCALAR
+        params.append(Param(a.arg, pos, kind, src.span(a), constexpr=kind == ParamKind.CONSTEXPR))
+    return Kernel(name=func.name, span=_def_span(func, src), params=params,
+                  decorators=tuple(_decorator_name(d) for d in func.decorator_list))
+
+
 def _def_span(func: ast.FunctionDef, src: SourceText) -> Span:
     line = func.lineno
     text = src.lines[line - 1] if line <= len(src.lines) else ""
@@ -1128,7 +1139,14 @@ def build_kernels(tree: ast.Module, source: str, options) -> list[Kernel]:
     then also inlined into theirs, with the callers' values bound)."""
     src = SourceText(source)
     ctx = _Context(tree, src, options)
-    kernels = [_build_kernel(f, ctx) for f in ctx.kernels]
+    kernels = []
+    for f in ctx.kernels:
+        try:
+            kernels.append(_build_kernel(f, ctx))
+        except RecursionError:
+            # An expression nested deeper than Python's stack (generated code): keep the kernel
+            # and its parameters for launch binding, with no access model rather than a guess.
+            kernels.append(_bare_kernel(f, src))
     callers: dict[str, set[str]] = {}
     for k in kernels:
         for hc in k.helper_calls:

@@ -113,6 +113,18 @@ class Access:
     descriptor_strides: tuple[str, ...] = ()  # `strides=` texts of make_block_ptr/make_tensor_descriptor
     via_helper: str | None = None  # helper function name when the access sits in a helper
 
+    def term_dimension(self, term: "Term") -> int:
+        """Which dimension ``term`` steps, counting the non-unit terms in source order (the
+        outermost first; a unit-step term is the last dimension). Raises ValueError when
+        ``term`` is not one of this access's terms."""
+        dim = 0
+        for t in self.terms:
+            if t is term:
+                return dim
+            if t.step.kind != StepKind.UNIT:
+                dim += 1
+        raise ValueError("term is not part of this access")
+
 
 @dataclass(slots=True)
 class HelperCall:

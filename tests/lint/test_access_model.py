@@ -366,3 +366,33 @@ def k(buf_ptr, buf_stride, cache_steps, nheads, dim, T, BLOCK: tl.constexpr):
     store = k.accesses[0]
     stepped = next(t for t in store.terms if t.text == "step * buf_stride")
     assert IndexSource.LOOP in stepped.index.sources
+
+
+def test_term_dimension_counts_outer_terms_first():
+    k = kernel(KERNEL)
+    store = next(a for a in k.accesses if a.op == "store")
+    dims = {t.text: store.term_dimension(t) for t in store.terms}
+    assert dims == {"req * cache_row_stride": 0, "step * n_vocab": 1, "tl.arange(0, BLOCK)": 2}
+
+
+def test_expression_deeper_than_the_stack_keeps_the_kernel_without_accesses():
+    import ast
+    import sys
+
+    from stridecheck.lint.kernels import build_kernels
+
+    deep = " + ".join(["x_stride"] * 700)
+    src = HEADER + f"""
+@triton.jit
+def k(x_ptr, x_stride, n):
+    tl.store(x_ptr + {deep}, 0)
+"""
+    tree = ast.parse(src)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)  # deeper than the stack: the walk runs out, the kernel stays
+    try:
+        (k,) = build_kernels(tree, src, AnalysisOptions())
+    finally:
+        sys.setrecursionlimit(limit)
+    assert [p.name for p in k.params] == ["x_ptr", "x_stride", "n"]
+    assert k.accesses == []

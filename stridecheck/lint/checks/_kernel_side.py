@@ -123,11 +123,5 @@ def stride_owner(stride: str, kernel: Kernel) -> str | None:
 
 
 def term_dimension(access: Access, term) -> int:
-    """Which dimension a term steps, counting the access's non-unit terms in source order."""
-    dim = 0
-    for t in access.terms:
-        if t is term:
-            return dim
-        if t.step.kind.value != "unit":
-            dim += 1
-    return dim
+    """Which dimension a term steps (see :meth:`Access.term_dimension`)."""
+    return access.term_dimension(term)
