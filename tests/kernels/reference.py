@@ -19,9 +19,12 @@ LOG2E = 1.4426950408889634
 
 def noise2(seed: int, pos: int, vocab_size: int, stream: int = VERIFY_STREAM) -> torch.Tensor:
     """[V] float64 ``-log2(E * log2(e))`` of one row keyed by (seed, pos, stream, token)."""
-    token = torch.arange(vocab_size, dtype=torch.int64)
+    # The hash runs as a Triton kernel: on the GPU where there is one (CPU tensors cannot be
+    # launched there), through the interpreter on the CPU otherwise. The float64 part is on the CPU.
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    token = torch.arange(vocab_size, dtype=torch.int64, device=device)
     h = token_hashes(torch.full_like(token, seed), torch.full_like(token, pos), token, stream=stream)
-    h = h.to(torch.int64) & 0xFFFFFFFF
+    h = h.cpu().to(torch.int64) & 0xFFFFFFFF
     v = (h.double() + 0.5) / 2.0**32
     e = -torch.log1p(-v)
     return -torch.log2(e * LOG2E)
