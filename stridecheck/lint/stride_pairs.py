@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 
 from stridecheck.lint.model import Access, ArgOrigin, Index, IndexSource, Kernel, OriginKind, ParamKind, StepKind
 
@@ -27,10 +28,18 @@ _SHORT_STRIDE = re.compile(r"^s([a-z]+?)(\d+|[a-z])?$")
 _PID = re.compile(r"program_id\(\s*(?:axis\s*=\s*)?(\d)\s*\)")
 
 
-def stride_named(name: str) -> bool:
-    """Named as a stride: ``stride_x``, ``x_row_stride``, ``sx0`` (not merely used as one)."""
+def stride_named(name: str, extra: tuple[str, ...] = ()) -> bool:
+    """Named as a stride: ``stride_x``, ``x_row_stride``, ``sx0`` (not merely used as one), or
+    matching one of the configured ``stride-names`` regexes ``extra`` (whole-name match)."""
     s = name.lower()
-    return "stride" in s or bool(_SHORT_STRIDE.match(s) and len(s) <= 4 and s[-1].isdigit())
+    if "stride" in s or bool(_SHORT_STRIDE.match(s) and len(s) <= 4 and s[-1].isdigit()):
+        return True
+    return any(pattern.fullmatch(name) for pattern in _compiled(extra))
+
+
+@lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern, ...]:
+    return tuple(re.compile(p) for p in patterns)
 
 
 def pointer_base(name: str) -> str:

@@ -18,7 +18,7 @@ from stridecheck.lint.model import OriginKind, ParamKind, StepKind
 from stridecheck.lint.stride_pairs import stride_named
 
 
-def _size_steps(kernel, pointer):
+def _size_steps(kernel, pointer, stride_names=()):
     """Terms (and descriptor strides) of ``pointer`` stepped by a size; None if any term is a stride."""
     found = []
     for acc in kernel.accesses:
@@ -27,7 +27,7 @@ def _size_steps(kernel, pointer):
         for term in acc.terms:
             if term.step.kind is StepKind.STRIDE:
                 return None
-            if term.step.kind is StepKind.SIZE and not any(stride_named(p) for p in term.step.params):
+            if term.step.kind is StepKind.SIZE and not any(stride_named(p, stride_names) for p in term.step.params):
                 found.append((term.span, term.text, term.step.text))
         if acc.descriptor_strides:
             strides = list(acc.descriptor_strides)
@@ -57,7 +57,7 @@ def check(tree, options):
         for p in kernel.params:
             if p.kind is not ParamKind.POINTER:
                 continue
-            steps = _size_steps(kernel, p.name)
+            steps = _size_steps(kernel, p.name, options.extra_stride_names)
             if not steps:
                 continue
             passed = [bl.bound.get(p.name) for bl in launches]

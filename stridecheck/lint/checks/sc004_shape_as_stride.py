@@ -80,7 +80,7 @@ def check(tree, options):
             if p is None or p.kind is not ParamKind.STRIDE:
                 continue
             what = _what(o)
-            if what is None or not stride_named(name):
+            if what is None or not stride_named(name, options.extra_stride_names):
                 continue  # a parameter only *used* as a stride and fed a size is a size (SC003's)
             if pairs is None:
                 pairs = pair_strides(kernel)
