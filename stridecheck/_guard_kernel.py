@@ -49,10 +49,9 @@ import ast
 import inspect
 import linecache
 import re
-import threading
 from dataclasses import dataclass, field
 
-from stridecheck._guard_plan import Violation, overlaps, warn_once
+from stridecheck._guard_plan import Reporter, Violation, overlaps
 from stridecheck._guard_spec import StrideGuardError
 from stridecheck.lint.model import IndexSource
 
@@ -426,23 +425,9 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values, unit_dim: 
     return out
 
 
-class DerivedReporter:
-    """Runs a derived contract on a launch; raises the first violation or warns once each."""
-
-    def __init__(self, contract: DerivedContract, mode: str) -> None:
-        self.contract = contract
-        self.mode = mode
-        self.warned: set = set()
-        self._lock = threading.Lock()
-
-    def __call__(self, values: dict) -> None:
-        violations = check_derived(self.contract, values)
-        if not violations:
-            return
-        if self.mode == "warn":
-            warn_once(self, violations)
-            return
-        raise StrideGuardError(violations[0].message) from None
+def derived_reporter(contract: DerivedContract, mode: str) -> Reporter:
+    """The failure path of a derived contract (see :class:`~stridecheck._guard_plan.Reporter`)."""
+    return Reporter(contract, mode, explain=check_derived)
 
 
 def _used_names(contract: DerivedContract) -> list[str]:
@@ -522,7 +507,7 @@ def _detector(contract: DerivedContract) -> list[str]:
     return lines
 
 
-def generate_derived_check(pyfn, contract: DerivedContract, reporter: DerivedReporter):
+def generate_derived_check(pyfn, contract: DerivedContract, reporter: Reporter):
     """A function taking a launch's arguments that checks them against the derived contract:
     the fast detector, and ``check_derived`` (through ``reporter``) on a flag."""
     from stridecheck._guard_plan import BUILTINS, _compile, _Flag, _signature_text

@@ -319,16 +319,20 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
 
 
 class Reporter:
-    """The failure path: raise the first violation, or (warn mode) log each once."""
+    """The failure path: raise the first violation, or (warn mode) log each once.
 
-    def __init__(self, contract: Contract, mode: str) -> None:
+    ``explain(contract, values) -> list[Violation]`` is the slow checker that words the messages:
+    :func:`explain` for spec contracts, ``_guard_kernel.check_derived`` for derived ones."""
+
+    def __init__(self, contract, mode: str, explain=explain) -> None:
         self.contract = contract
         self.mode = mode
+        self.explain = explain
         self.warned: set = set()
         self._lock = threading.Lock()
 
     def __call__(self, values: dict) -> None:
-        violations = explain(self.contract, values)
+        violations = self.explain(self.contract, values)
         if not violations:
             return
         if self.mode == "warn":

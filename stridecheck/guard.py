@@ -234,12 +234,12 @@ def _wrap(obj, specs: dict, writes, mode: str):
             contract = build_contract(pyfn, specs, writes)
             check, src = generate_kernel_check(pyfn, contract, Reporter(contract, mode))
         else:
-            from stridecheck._guard_kernel import DerivedReporter, derive_contract, generate_derived_check
+            from stridecheck._guard_kernel import derive_contract, derived_reporter, generate_derived_check
 
             if writes:
                 raise StrideGuardError("stride_guard: writes= needs specs; a derived contract finds the stores itself")
             contract = derive_contract(obj, pyfn)
-            check, src = generate_derived_check(pyfn, contract, DerivedReporter(contract, mode))
+            check, src = generate_derived_check(pyfn, contract, derived_reporter(contract, mode))
         return GuardedKernel(obj, contract, check, src)
     if not callable(obj):
         raise StrideGuardError(f"stride_guard: can only wrap a function or a Triton kernel, got {obj!r}")
