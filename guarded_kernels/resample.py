@@ -40,12 +40,8 @@ from guarded_kernels.noise import (
     unpack_index,
     use_fast_log,
 )
-from guarded_kernels.sample import _row_argmax
+from guarded_kernels.sample import _FLOATS, _INTS, _LOG2E, _row_argmax
 from stridecheck import Tensor, stride_guard
-
-_FLOATS = (torch.float32, torch.bfloat16, torch.float16)
-_INTS = (torch.int32, torch.int64)
-_LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit
