@@ -275,7 +275,6 @@ def _resample_kernel(
     temp = tl.load(temperature_ptr + slot * temperature_stride_0).to(tl.float32)
     greedy = temp == 0.0
     scale = _LOG2E / tl.where(greedy, 1.0, temp)
-    bonus = accepted >= num_drafts
     if HAS_DRAFT:
         residual = (temp != 0.0) & (accepted < num_drafts)
     else:

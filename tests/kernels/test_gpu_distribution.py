@@ -6,7 +6,6 @@ reports each test as skipped ("got empty parameter set"), never as passed.
 
 import math
 
-import numpy as np
 import pytest
 import torch
 

@@ -1,6 +1,5 @@
 """guarded_kernels.gumbel_sample: the logits cache, the distribution, and the edge cases."""
 
-import math
 
 import numpy as np
 import pytest

@@ -13,7 +13,7 @@ from stridecheck.lint.fix_apply import FixError, add_noqa, apply_fixes
 from stridecheck.lint.model import Edit, Finding, Fix, Span
 
 
-from tests.lint.lint_support import CASES, write
+from tests.lint.lint_support import CASES
 
 
 def _f(line, col, end_col, replacement, safety="safe", code="SC004", end_line=None):

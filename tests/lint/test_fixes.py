@@ -3,7 +3,6 @@ appears; a second fix changes nothing; the fixed file parses and keeps its comme
 
 from __future__ import annotations
 
-import textwrap
 
 import libcst as cst
 import pytest
