@@ -47,7 +47,11 @@ def build_module_model(
     return _build(source, path=path, module=module, options=options)
 
 
-def check_tree(models: Sequence[ModuleModel], options: AnalysisOptions) -> list[Finding]:
+def check_tree(
+    models: Sequence[ModuleModel], options: AnalysisOptions, errors: list[str] | None = None
+) -> list[Finding]:
+    """All findings of the tree; with ``errors`` given, a failing rule is recorded there and the
+    other rules still report (see :func:`stridecheck.lint.checks.run_checks`)."""
     from stridecheck.lint.checks import run_checks
 
-    return run_checks(models, options)
+    return run_checks(models, options, errors)

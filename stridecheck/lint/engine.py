@@ -434,7 +434,9 @@ def lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
 
     if models:
         try:
-            found.extend(analysis.check_tree(models, options.analysis))
+            rule_errors: list[str] = []
+            found.extend(analysis.check_tree(models, options.analysis, rule_errors))
+            errors.extend(("<tree>", f"a rule failed: {message}") for message in rule_errors)
         except Exception as exc:  # noqa: BLE001 - report what we have, then exit 2
             tb = traceback.extract_tb(exc.__traceback__)
             where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""

@@ -4,8 +4,10 @@ examples) lives in the catalogue, ``rules/SCNNN-*.toml``."""
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 from importlib import import_module
+from pathlib import Path
 
 from stridecheck.lint.model import Finding, ModuleModel
 
@@ -20,12 +22,26 @@ CHECK_MODULES = (
 )
 
 
-def run_checks(models: Sequence[ModuleModel], options) -> list[Finding]:
+def run_checks(models: Sequence[ModuleModel], options, errors: list[str] | None = None) -> list[Finding]:
+    """Every rule's findings over the tree. With ``errors`` given, a rule that raises is recorded
+    there (``"sc005_stride_mismatch: ValueError: ... (at file:line)"``) and the other rules still
+    run, so one broken rule never hides the findings of the rest; without it, the exception
+    propagates."""
     from stridecheck.lint.linker import Tree
 
     tree = Tree(models)
     findings: list[Finding] = []
     for name in CHECK_MODULES:
         module = import_module(f"{__name__}.{name}")
-        findings.extend(module.check(tree, options))
+        if errors is None:
+            findings.extend(module.check(tree, options))
+            continue
+        try:
+            found = list(module.check(tree, options))
+        except Exception as exc:  # noqa: BLE001 - reported by the engine, exit 2
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+            errors.append(f"{name}: {type(exc).__name__}: {exc}{where}")
+            continue
+        findings.extend(found)
     return findings
