@@ -20,6 +20,7 @@ The steps, in order:
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import multiprocessing
@@ -294,13 +295,30 @@ def _build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tupl
             return _syntax_check(text, path, module)
         return ("model", analysis.build_module_model(text, path=path, module=module, options=options))
     except analysis.ParseFailure as exc:
-        return ("parse", exc.reason, exc.line, exc.column)
+        return _python_location(text) or ("parse", exc.reason, exc.line, exc.column)
     except RecursionError:
         return ("internal", "RecursionError: the file nests expressions too deeply to analyse")
     except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
         return ("internal", f"{type(exc).__name__}: {exc}{where}")
+
+
+def _python_location(text: str) -> tuple | None:
+    """Python's own account of a syntax error (``("parse", reason, line, column)``), or None.
+
+    libcst's parser reports where its grammar gave up, which can be a line or more after the
+    mistake (``def f(:`` is blamed on the next line); CPython's points at the token users know
+    from their editor. Called only for files libcst refused, so it costs nothing on clean runs;
+    when CPython accepts the file (syntax newer than libcst's grammar), libcst's account stands."""
+    try:
+        compile(text, "<stridecheck>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        if exc.lineno:
+            return ("parse", f"syntax error: {exc.msg}", exc.lineno, max(exc.offset or 1, 1))
+    except (ValueError, MemoryError, RecursionError):
+        pass
+    return None
 
 
 def _syntax_check(text: str, path: str, module: str | None) -> tuple:
@@ -312,7 +330,7 @@ def _syntax_check(text: str, path: str, module: str | None) -> tuple:
     try:
         libcst.parse_module(text)
     except libcst.ParserSyntaxError as exc:
-        return ("parse", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
+        return _python_location(text) or ("parse", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
     except (ValueError, RecursionError, MemoryError) as exc:
         return ("parse", f"cannot parse: {exc}", 1, 1)
     return ("model", ModuleModel(path, module))

@@ -119,3 +119,23 @@ def test_long_expression_chains_are_analysed_not_failed(tmp_path, cli):
     ))  # fmt: skip
     run, findings = _lint_json(cli, tmp_path, "chain.py")
     assert "internal error" not in run.err and findings == [] and run.code == 0
+
+
+@pytest.mark.parametrize(
+    "source, line, column",
+    [
+        ("import triton\ndef f(:\n    pass\n", 2, 7),  # libcst blames the next line
+        ("import triton\nx = (1,\ny = 2\n", 2, 5),  # an unclosed bracket: where it opens
+    ],
+)
+def test_syntax_errors_point_where_python_points(tmp_path, cli, source, line, column):
+    write(tmp_path / "broken.py", source)
+    run = cli(["lint", "--no-cache", "--format", "json", "broken.py"], cwd=tmp_path)
+    (f,) = json.loads(run.out)
+    expected = None
+    try:
+        compile(source, "broken.py", "exec")
+    except SyntaxError as exc:
+        expected = (exc.lineno, exc.offset)
+    assert (f["code"], f["line"], f["column"]) == ("SC000", line, column) and expected == (line, column)
+    assert f["message"].startswith("syntax error")
