@@ -26,20 +26,6 @@ CACHE_DIR_NAME = ".stridecheck_cache"
 _FORMAT = 1  # bump when the layout of the cache file changes
 
 
-def _code_fingerprint() -> str:
-    """A digest of the linter's own source: a model pickled by other code (an editable install
-    between two edits, a release that forgot to bump its version) must never be read back."""
-    digest = hashlib.blake2b(digest_size=8)
-    root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
-        try:
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(path.read_bytes())
-        except OSError:
-            continue
-    return digest.hexdigest()
-
-
 def builder_fingerprint() -> str:
     """A hash of the code that builds models (the modules of ``stridecheck.lint``, rules aside).
 
@@ -87,7 +73,7 @@ class Cache:
     @classmethod
     def open(cls, directory: Path, options: AnalysisOptions) -> Cache:
         key = hashlib.blake2b(
-            repr((_FORMAT, __version__, _code_fingerprint(), options.cache_key())).encode(),
+            repr((_FORMAT, __version__, builder_fingerprint(), options.cache_key())).encode(),
             digest_size=8,
         ).hexdigest()
         file = Path(directory) / f"models-{__version__}-{key}.pickle"

@@ -15,15 +15,26 @@ def test_a_change_in_the_linter_source_moves_the_cache_file(tmp_path, monkeypatc
     first.save()
     assert cache_module.Cache.open(tmp_path, options).get(("k.py", None), b"digest") == ("model",)
 
-    monkeypatch.setattr(cache_module, "_code_fingerprint", lambda: "other-code")
+    monkeypatch.setattr(cache_module, "builder_fingerprint", lambda: "other-code")
     second = cache_module.Cache.open(tmp_path, options)
     assert second.file != first.file
     assert second.get(("k.py", None), b"digest") is None
 
 
-def test_the_fingerprint_is_stable_and_covers_the_model_builders():
-    assert cache_module._code_fingerprint() == cache_module._code_fingerprint()
-    assert len(cache_module._code_fingerprint()) == 16
+def test_the_fingerprint_is_stable_and_covers_the_model_builders(tmp_path, monkeypatch):
+    first = cache_module.builder_fingerprint()
+    assert first == cache_module.builder_fingerprint() and len(first) == 16
+    # A copy of the package whose model builder differs by one byte hashes differently.
+    from pathlib import Path
+    import shutil
+
+    package = Path(cache_module.__file__).resolve().parent
+    copy = tmp_path / "lint"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache_module, "__file__", str(copy / "cache.py"))
+    assert cache_module.builder_fingerprint() == first
+    (copy / "access_model.py").write_text((copy / "access_model.py").read_text() + "\n")
+    assert cache_module.builder_fingerprint() != first
 
 
 class _Planted:
