@@ -254,6 +254,18 @@ def _hint_offsets(source: str) -> list[int]:
     return [m.start() for m in re.finditer(r"\]\s*\(|\.run\s*\(", source)]
 
 
+def _parse_ast(source: str) -> ast.Module:
+    """``ast.parse(source)``; raises :class:`~stridecheck.lint.analysis.ParseFailure`."""
+    from stridecheck.lint.analysis import ParseFailure
+
+    try:
+        return ast.parse(source)
+    except SyntaxError as exc:
+        raise ParseFailure(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ParseFailure(f"cannot parse: {exc}") from None
+
+
 def build_module_model(source: str, *, path: str, module: str | None, options) -> ModuleModel:
     """The model of one module: every ``@triton.jit`` function and every launch.
 
@@ -266,6 +278,16 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
     """
     from stridecheck.lint.analysis import ParseFailure
 
+    if _launches is not None and not _launches.may_hold_launch_or_allocator(source):
+        # No launch and no allocating function to read: what the launch side would take from
+        # this module (imports, kernel aliases) is read from the `ast` tree, without libcst.
+        tree = _parse_ast(source)
+        model = ModuleModel(path=path, module=module)
+        model.kernels = build_kernels(tree, source, options)
+        info = _launches.module_level_from_ast(tree, module_name=module, path=path)
+        model.imports = dict(info.imports)
+        model.kernel_aliases = dict(info.kernel_aliases)
+        return model
     try:
         cst_module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -273,12 +295,7 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
         raise ParseFailure(reason, exc.raw_line, exc.raw_column + 1) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseFailure(f"cannot parse: {exc}") from None
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise ParseFailure(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise ParseFailure(f"cannot parse: {exc}") from None
+    tree = _parse_ast(source)
 
     model = ModuleModel(path=path, module=module)
     model.kernels = build_kernels(tree, source, options)

@@ -44,6 +44,7 @@ Cost: one walk over the statements of the functions that hold a launch, nothing 
 
 from __future__ import annotations
 
+import ast
 import bisect
 import re
 from collections.abc import Mapping
@@ -1145,6 +1146,95 @@ def _target_names(node) -> list[str]:
     if isinstance(node, cst.StarredElement):
         return _target_names(node.value)
     return []
+
+
+def may_hold_launch_or_allocator(source: str) -> bool:
+    """Whether :func:`collect` would read more than the module-level imports and aliases of
+    ``source``: a launch hint (``](`` / ``.run(``) or a small allocating function (``return`` and
+    an allocation call). When False, :func:`module_level_from_ast` gives the same result."""
+    return bool(_LAUNCH_HINT.search(source)) or ("return" in source and bool(_ALLOC_HINT.search(source)))
+
+
+def _ast_dotted(node) -> str | None:
+    """``a.b.c`` for an ``ast`` Name/Attribute chain, else None (as :func:`dotted`)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Constant) and (node.value is None or node.value is True or node.value is False):
+        parts.append(repr(node.value))
+        return ".".join(reversed(parts))  # libcst reads `None`/`True`/`False` as Names: keep the same aliases
+    return None
+
+
+def _ast_held_kernel(value) -> str | None:
+    """:meth:`_Collector._held_kernel` on an ``ast`` expression."""
+    d = _ast_dotted(value)
+    if d is not None:
+        return d
+    if isinstance(value, ast.Call):
+        pos = [a for a in value.args if not isinstance(a, ast.Starred)]
+        if len(pos) == 1 and len(value.args) + len(value.keywords) == 1:
+            func = value.func
+            name = _ast_dotted(func.func) if isinstance(func, ast.Call) else _ast_dotted(func)
+            if name and name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
+                return _ast_dotted(pos[0])
+    return None
+
+
+def module_level_from_ast(tree: ast.Module, module_name: str | None = None, path: str | None = None) -> LaunchInfo:
+    """The :class:`LaunchInfo` of a module that holds no launch hint and no allocating function
+    (see :func:`may_hold_launch_or_allocator`), read from its ``ast`` tree: only ``imports`` and
+    ``kernel_aliases``, by the same rules as :meth:`_Collector.module_level`, so such a file needs
+    no libcst parse (a third of the corpus's triton-mentioning bytes)."""
+    is_package = bool(path) and path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py"
+    c = _Collector(None, {}, module_name, is_package)
+
+    def walk(body) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname is not None:
+                        c.info.imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        c.info.imports.setdefault(head, head)
+            elif isinstance(stmt, ast.ImportFrom):
+                if any(a.name == "*" for a in stmt.names):
+                    continue
+                base = c._resolve_relative(stmt.level, stmt.module or "")
+                for alias in stmt.names:
+                    local = alias.asname if alias.asname is not None else alias.name
+                    full = f"{base}.{alias.name}" if base and not base.endswith(".") else f"{base}{alias.name}"
+                    c.info.imports[local] = full
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                if isinstance(stmt.targets[0], ast.Name):
+                    target = stmt.targets[0].id
+                    held = _ast_held_kernel(stmt.value)
+                    if held is None or held == target or target in c._conflicting_aliases:
+                        continue
+                    old = c.info.kernel_aliases.get(target)
+                    if old is not None and old != held:
+                        del c.info.kernel_aliases[target]
+                        c._conflicting_aliases.add(target)
+                        continue
+                    c.info.kernel_aliases[target] = held
+            elif isinstance(stmt, ast.If):
+                walk(stmt.body)
+                walk(stmt.orelse)  # an `elif` is an If in orelse, as libcst's orelse If
+            elif isinstance(stmt, ast.Try):
+                walk(stmt.body)
+                other = []
+                for h in stmt.handlers:
+                    other.extend(h.body)
+                other.extend(stmt.orelse)
+                walk(other)
+
+    walk(tree.body)
+    return c.info
 
 
 def _assign_state(dst: _State, src: _State) -> None:
