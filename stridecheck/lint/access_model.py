@@ -13,6 +13,7 @@ statements that hold a launch, and shifts them by the statement's line, known fr
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 
 import libcst as cst
@@ -52,6 +53,13 @@ class StatementPositions(Mapping):
         self._tree = tree
         self._hinted_done = False
         self._defs: dict[int, CodeRange] | None = None  # id(libcst FunctionDef) -> range, from ast
+        # id(libcst statement) -> (first line, character column, last line), from the paired ast
+        # statements; empty when the two trees do not pair up
+        self._stmt_at: dict[int, tuple[int, int, int]] | None = None
+        self._small: dict = {}  # node -> range, from statements re-generated alone
+        self._small_done: set[int] = set()
+        self._lines: list[str] | None = None
+        self._whole_done = False
 
     def _def_ranges(self) -> dict[int, CodeRange]:
         """Ranges of every ``def``, matched in source order between the two trees (no codegen)."""
@@ -72,6 +80,95 @@ class StatementPositions(Mapping):
                         CodePosition(a.end_lineno, _chars(lines, a.end_lineno, a.end_col_offset)),
                     )
         return self._defs
+
+    def _statement_places(self) -> dict[int, tuple[int, int, int]]:
+        """Every libcst statement (nested ones too) paired in source order with its ``ast``
+        statement(s): a ``SimpleStatementLine`` with the run of small statements it holds."""
+        if self._stmt_at is None:
+            places: dict[int, tuple[int, int, int]] = {}
+            # `except` clauses are statements' parts in libcst, items of the walk in ast
+            ast_stmts = [a for a in _ast_statements(self._tree.body) if not isinstance(a, ast.ExceptHandler)]
+            lines = self._ast_lines()
+            i = 0
+            for c in _cst_statements(self._module.body):
+                n = len(c.body) if isinstance(c, cst.SimpleStatementLine) else 1
+                if i + n > len(ast_stmts):
+                    places = {}
+                    break
+                first, last = ast_stmts[i], ast_stmts[i + n - 1]
+                small = isinstance(c, (cst.SimpleStatementLine, cst.BaseSmallStatement))
+                if small != all(isinstance(a, _AST_SMALL) for a in ast_stmts[i : i + n]):
+                    places = {}
+                    break
+                places[id(c)] = (first.lineno, _chars(lines, first.lineno, first.col_offset),
+                                 last.end_lineno or last.lineno)
+                i += n
+            if i != len(ast_stmts):
+                places = {}
+            self._stmt_at = places
+        return self._stmt_at
+
+    def _ast_lines(self) -> list[str]:
+        if self._lines is None:
+            # Split as ast numbers lines (str.splitlines also splits at form feeds and more).
+            src = self._source
+            self._lines = src.split("\n") if "\r" not in src else re.split(r"\r\n|\r|\n", src)
+        return self._lines
+
+    def lines(self, node) -> tuple[int, int] | None:
+        """First and last line of a statement, from ``ast`` (no code generation); None when unknown.
+
+        These cover every token of the statement, which is all that a test for launch hints on its
+        lines needs."""
+        at = self._statement_places().get(id(node))
+        return None if at is None else (at[0], at[2])
+
+    def range_in(self, node, stmt) -> CodeRange:
+        """``self[node]``, where ``node`` is expected inside the statement ``stmt`` (a line of
+        small statements, or the header of an ``if``/``for``/``while``/``with``): only that
+        statement (or header) is re-generated, instead of the whole function around it."""
+        r = self._small.get(node)
+        if r is not None:
+            return r
+        if stmt is not None and id(stmt) not in self._small_done:
+            self._small_done.add(id(stmt))
+            self._compute_statement(stmt)
+            r = self._small.get(node)
+            if r is not None:
+                return r
+        return self[node]
+
+    def _compute_statement(self, stmt) -> None:
+        at = self._statement_places().get(id(stmt))
+        if at is None:
+            return
+        line, column, last = at
+        self._ast_lines()
+        if column and not _indentation_relative(self._lines[line - 1 : last], column):
+            return  # columns of some line would not shift by the indentation: use the whole def
+        if isinstance(stmt, cst.SimpleStatementLine):
+            unit = stmt
+        elif isinstance(stmt, (cst.If, cst.For, cst.While, cst.With)):
+            text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+            if isinstance(stmt, cst.If) and text[column:].startswith("elif"):
+                return  # generated alone it would read `if`: its columns would be off
+            # The header alone: the body's statements are not re-generated.
+            changes = {"body": cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])}
+            if not isinstance(stmt, cst.With):
+                changes["orelse"] = None
+            unit = stmt.with_changes(**changes)
+        else:
+            return
+        sub = self._module.with_changes(header=(), body=(unit,), footer=())
+        pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
+        shift = line - pos[unit].start.line
+        for node, r in pos.items():
+            if node is unit or node is sub:
+                continue
+            if shift or column:
+                r = CodeRange(CodePosition(r.start.line + shift, r.start.column + column),
+                              CodePosition(r.end.line + shift, r.end.column + column))
+            self._small[node] = r
 
     def _statements(self) -> list[tuple[cst.BaseStatement, int, int]]:
         if self._pending is None:
@@ -102,12 +199,17 @@ class StatementPositions(Mapping):
                         self._owners[id(small)] = stmt
         return self._owners.get(id(node))
 
-    def _compute(self, stmt, line: int, column: int = 0) -> None:
+    def _compute(self, stmt, line: int, column: int = 0, last: int | None = None) -> None:
         """Positions of one statement re-generated alone, shifted to ``line`` (and ``column``:
         a nested ``def`` is generated at column 0; libcst keeps indentation relative)."""
+        if stmt is not None and column and last is not None:
+            if not _indentation_relative(self._ast_lines()[line - 1 : last], column):
+                stmt = None  # a shift by the indentation would misplace some lines: the whole module
         if stmt is None:
-            pos = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
-            self._done.append((pos, 0, 0))
+            if not self._whole_done:
+                self._whole_done = True
+                pos = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
+                self._done.insert(0, (pos, 0, 0))
             return
         sub = self._module.with_changes(header=(), body=(stmt,), footer=())
         pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -142,7 +244,7 @@ class StatementPositions(Mapping):
             else:
                 chosen[id(best[1])] = best
         for a, c in chosen.values():
-            self._compute(c, a.lineno, _chars(lines, a.lineno, a.col_offset))
+            self._compute(c, a.lineno, _chars(lines, a.lineno, a.col_offset), a.end_lineno)
         rest = []
         for stmt, first, last in self._statements():
             if stmt is not None and any(first <= h <= last for h in uncovered):
@@ -193,6 +295,26 @@ class StatementPositions(Mapping):
 
     def __len__(self) -> int:
         return 0
+
+
+# ast statements that libcst holds in a SimpleStatementLine (or a one-line suite)
+_AST_SMALL = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass,
+              ast.Break, ast.Continue, ast.Delete, ast.Import, ast.ImportFrom, ast.Global,
+              ast.Nonlocal, ast.Assert) + ((ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ())
+
+
+def _indentation_relative(lines: list[str], column: int) -> bool:
+    """Whether a statement re-generated alone at column 0 has every position ``column`` to the left
+    of the original: libcst re-generates indentation (and continuation lines that begin with it)
+    relative to the block, but writes verbatim the text after a backslash continuation, inside a
+    triple-quoted string, and a continuation line indented less than the block."""
+    prefix = lines[0][:column] if lines else ""
+    for i, text in enumerate(lines):
+        if text.rstrip("\r").endswith("\\") or '"""' in text or "'''" in text:
+            return False
+        if i and text.strip() and not text.startswith(prefix):
+            return False
+    return True
 
 
 def _chars(lines: list[str], line: int, byte_col: int) -> int:

@@ -270,12 +270,19 @@ class _Collector:
         self.source: str = ""
         self.line_starts: list[int] | None = None
         self.hint_lines: list[int] | None = None  # lines holding `](` / `.run(`; None: look everywhere
+        self._stmt: cst.CSTNode | None = None  # the statement being walked (whose nodes get spans)
+        self._range_in = getattr(positions, "range_in", None)
+        self._lines_of = getattr(positions, "lines", None)
 
     # -- spans and text
 
     def span(self, node: cst.CSTNode) -> Span:
         try:
-            r = self.positions[node]
+            if self._range_in is not None:
+                # Positions of the statement being walked only (StatementPositions).
+                r = self._range_in(node, self._stmt)
+            else:
+                r = self.positions[node]
         except (KeyError, TypeError):
             return _NO_SPAN
         return Span(r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
@@ -452,12 +459,15 @@ class _Collector:
         """Whether ``node``'s lines hold a ``](`` or ``.run(`` (a dictionary lookup on positions)."""
         if self.hint_lines is None:
             return True
-        sp = self.span(node)
-        if sp is _NO_SPAN:
-            return True
+        first_last = self._lines_of(node) if self._lines_of is not None else None
+        if first_last is None:
+            sp = self.span(node)
+            if sp is _NO_SPAN:
+                return True
+            first_last = (sp.line, sp.end_line)
         lines = self.hint_lines
-        i = bisect.bisect_left(lines, sp.line)
-        return i < len(lines) and lines[i] <= sp.end_line
+        i = bisect.bisect_left(lines, first_last[0])
+        return i < len(lines) and lines[i] <= first_last[1]
 
     def _self_aliases(self, stmts) -> None:
         """``self.kernel = _kernel`` in a method without launches (``__init__``)."""
@@ -474,6 +484,8 @@ class _Collector:
     def block(self, stmts, state: _State, scan: bool) -> bool:
         """Walk statements in order, updating ``state``; True when the block always exits."""
         for stmt in stmts:
+            if not isinstance(stmt, cst.BaseSmallStatement):
+                self._stmt = stmt
             if isinstance(stmt, cst.BaseSmallStatement):
                 # the body of `if x: raise ...` written on one line
                 self.small(stmt, state, scan)
@@ -528,6 +540,7 @@ class _Collector:
         return False
 
     def if_(self, stmt: cst.If, state: _State, scan: bool) -> None:
+        self._stmt = stmt
         if scan:
             self.find_launches(stmt.test, state)
         then_state = state.copy()
@@ -537,6 +550,7 @@ class _Collector:
         self.assume(stmt.test, else_state, truth=False)
         if then_exits:
             # `if <bad>: raise`: what follows runs only when the test was false.
+            self._stmt = stmt
             self.record_checks(stmt.test, else_state)
         else_exits = False
         if isinstance(stmt.orelse, cst.If):

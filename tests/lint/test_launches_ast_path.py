@@ -110,3 +110,55 @@ def test_model_without_libcst_parse(monkeypatch):
     with pytest.raises(ParseFailure) as err:
         build_module_model("import triton\ndef f(:\n", path="m.py", module=None, options=AnalysisOptions())
     assert err.value.line == 2
+
+
+LAUNCHER = '''
+import torch
+from .k import _kernel
+
+
+class Op:
+    def forward(self, x, y, n):
+        """Doc."""
+        assert x.shape[0] == y.shape[0], "rows"
+        if x.shape[1] != n:
+            raise ValueError("cols")
+        elif y.shape[1] != n:
+            raise ValueError("""y
+cols""")
+        out = torch.empty_like(x)
+        _kernel[(n,)](x, y, \\
+out, n,
+            BLOCK=128)
+        if n > 4: _kernel[(1,)](x,
+  y, out, n)
+        with torch.no_grad():
+            _kernel[(2,)](
+                x, y,
+                out, x.stride(0), y.shape[1],
+            )
+        return out
+
+
+def top(x):
+    assert x.is_contiguous()
+    o = torch.empty(x.shape[0], device=x.device)
+    _kernel[(x.shape[0],)](x, o, x.shape[0]); _kernel[(1,)](o, x, 1)
+    return o
+'''
+
+
+def test_statement_positions_equal_whole_module_positions():
+    """Spans from re-generating single statements (StatementPositions.range_in) equal libcst's
+    whole-module PositionProvider, also after a backslash continuation, a triple-quoted string,
+    an under-indented continuation line and a one-line suite (those fall back to larger units)."""
+    tree = cst.parse_module(LAUNCHER)
+    whole = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    want = collect(tree, whole, LAUNCHER, module_name="pkg.op", path="pkg/op.py")
+    positions = access_model.StatementPositions(tree, ast.parse(LAUNCHER), LAUNCHER)
+    got = collect(tree, positions, LAUNCHER, module_name="pkg.op", path="pkg/op.py")
+    assert len(want.launches) == 5
+    assert got.launches == want.launches
+    assert positions._small  # the statement-level path was taken for some statements
+    checks = [c for launch in got.launches for c in launch.width_checks]
+    assert any(c.span.line == 9 for c in checks) and any(c.span.line == 10 for c in checks)
