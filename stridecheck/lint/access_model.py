@@ -6,8 +6,15 @@
 
 libcst computes positions by re-generating the code of the whole module, which costs about twice
 its parse. The launch side needs the positions of a few nodes only, so it gets a lazy mapping
-(:class:`StatementPositions`) that computes positions one top-level statement at a time, for the
-statements that hold a launch, and shifts them by the statement's line, known from ``ast``.
+(:class:`StatementPositions`): the line range of any statement comes from the paired ``ast``
+statement (no code generation), and the positions of a launch, an argument or a checked comparison
+from re-generating the one statement (or ``if``/``for``/``while``/``with`` header) being walked,
+shifted by that statement's line and column, known from ``ast``; larger units only as a fallback.
+
+A module with no launch hint and no allocating function is not parsed with libcst at all: its
+imports and kernel aliases are read from the ``ast`` tree (``launches.module_level_from_ast``).
+libcst stays the parser of every module that holds a launch, and of ``--fix``, which rewrites
+code keeping its formatting.
 """
 
 from __future__ import annotations
