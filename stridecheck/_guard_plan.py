@@ -369,6 +369,16 @@ class _Writer:
         self.lines.append("    " * self.depth + line)
 
 
+def _names_used_twice(contract: Contract) -> list[str]:
+    """The dimension names the generated checks must track: a name used once constrains nothing."""
+    uses: dict[str, int] = {}
+    for r in contract.rules:
+        for d in r.dims:
+            if d.name is not None:
+                uses[d.name] = uses.get(d.name, 0) + 1
+    return sorted(n for n, c in uses.items() if c > 1)
+
+
 def _check_body(contract: Contract, ns: dict) -> list[str]:
     """Source lines (indented for a function body) of the fast detector; raise _sg_Flag on a suspect.
 
@@ -378,13 +388,7 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
     """
     w = _Writer()
     w.depth = 2
-    uses: dict[str, int] = {}
-    for r in contract.rules:
-        for d in r.dims:
-            if d.name is not None:
-                uses[d.name] = uses.get(d.name, 0) + 1
-    # A name used once constrains nothing: no code for it.
-    names = sorted(n for n, c in uses.items() if c > 1)
+    names = _names_used_twice(contract)
     for n in names:
         w(f"_sg_n_{n} = None")
     n_tensors = sum(1 for r in contract.rules if r.kind in ("tensor", "auto"))
@@ -632,12 +636,7 @@ def _traced_body(contract: Contract, ns: dict) -> list[str]:
     fn = contract.func_name
     w = _Writer()
     w.depth = 1
-    uses: dict[str, int] = {}
-    for r in contract.rules:
-        for d in r.dims:
-            if d.name is not None:
-                uses[d.name] = uses.get(d.name, 0) + 1
-    names = sorted(n for n, c in uses.items() if c > 1)
+    names = _names_used_twice(contract)
     for n in names:
         w(f"_sg_n_{n} = None")
     n_tensors = sum(1 for r in contract.rules if r.kind in ("tensor", "auto"))
