@@ -129,6 +129,15 @@ def run(
             sys.stdout.write(unified_diff(path, originals[path], fixed[path]))
         if fixed:
             print(f"Would fix {total} finding{'s' if total != 1 else ''}.", file=sys.stderr)
+        if not unsafe_fixes:
+            # As ruff: say that more could be fixed, rather than print nothing and exit 0.
+            hidden = sum(1 for f in result.findings if f.fix is not None and f.fix.safety == "unsafe")
+            if hidden:
+                print(
+                    f"{hidden} unsafe fix{'es' if hidden != 1 else ''} not shown "
+                    "(add --unsafe-fixes to see and apply them).",
+                    file=sys.stderr,
+                )
         _internal_errors(result)
         return 2 if result.internal_errors else 1 if fixed else 0
 
