@@ -13,25 +13,35 @@ from __future__ import annotations
 
 INT64_MIN = -(2**63)
 
+# Bytes between consecutive rows' words. Atomics on one cache line serialise in L2: with the
+# rows' words adjacent, all programs of a few-row launch (T = 8: ~1,000 atomics) queued on one
+# or two lines; one line per row lets the rows' merges proceed in parallel (benchmarks/NOTES.md,
+# version 7). Benchmarks set it to 8 / 4 bytes (adjacent words) to measure the difference.
+ROW_BYTES = 128
+
 _cache: dict = {}
 
 
 def row_scratch(device, rows: int):
-    """(best [rows] int64 filled with INT64_MIN, done [rows] int32 zeros) for ``device``.
+    """(best, best_stride, done, done_stride) for ``device``: row ``r`` of the merge owns
+    ``best[r * best_stride]`` (int64, INT64_MIN at rest) and ``done[r * done_stride]`` (int32, 0 at
+    rest), each on its own ``ROW_BYTES``-aligned span.
 
     Grows (a fresh allocation) when ``rows`` exceeds what is cached. Under CUDA-graph capture a
     first allocation is captured with its fill; later calls reuse the cached buffers.
     """
     import torch
 
+    best_stride = max(1, ROW_BYTES // 8)
+    done_stride = max(1, ROW_BYTES // 4)
     stream_id = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream_id)
+    key = (str(device), stream_id, ROW_BYTES)
     entry = _cache.get(key)
-    if entry is None or entry[0].numel() < rows:
+    if entry is None or entry[0].numel() < rows * best_stride:
         size = max(rows, 1024)
-        best = torch.full((size,), INT64_MIN, dtype=torch.int64, device=device)
-        done = torch.zeros((size,), dtype=torch.int32, device=device)
-        entry = (best, done)
+        best = torch.full((size * best_stride,), INT64_MIN, dtype=torch.int64, device=device)
+        done = torch.zeros((size * done_stride,), dtype=torch.int32, device=device)
+        entry = (best, best_stride, done, done_stride)
         _cache[key] = entry
     return entry
 

@@ -34,13 +34,12 @@ from guarded_kernels.noise import (
     _log2_f32,
     neg_log2_exponential,
     ordered_key,
-    pack_key_index,
     row_key,
     token_hash,
     unpack_index,
     use_fast_log,
 )
-from guarded_kernels.sample import _FLOATS, _INTS, _LOG2E, _row_argmax
+from guarded_kernels.sample import _FLOATS, _INTS, _LOG2E, _greedy_update, _merge_key, _row_argmax, _row_winner
 from stridecheck import Tensor, stride_guard
 
 
@@ -57,36 +56,19 @@ def _lse2_block(x, scale, m, s):
 
 
 @triton.jit
-def _residual_block(
-    target_row_ptr,
-    draft_row_ptr,
-    idx,
-    end,
-    draft_vocab_size,
-    key,
-    scale,
-    lse_t,
-    lse_d,
-    greedy,
-    residual,
-    rejected,
-    best_val,
-    best_idx,
-    MASKED: tl.constexpr,
-    FAST_LOG: tl.constexpr,
+def _residual_keys(
+    x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
+    GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr,
 ):
-    """One block of the resampled row: the residual's (or p's) Gumbel-max key, running maximum."""
-    if MASKED:
-        x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float32)
-    else:
-        x = tl.load(target_row_ptr + idx).to(tl.float32)
-    if greedy:
-        k = x
+    """One loaded block of the resampled row (target ``x``, draft ``dl``, read only with
+    RESIDUAL): the residual's (or p's) Gumbel-max key, or the greedy key; running maximum."""
+    x = x.to(tl.float32)
+    if GREEDY:
+        new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
     else:
         noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
-        if residual:
+        if RESIDUAL:
             lp = x * scale - lse_t
-            dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
             lq = dl.to(tl.float32) * scale - lse_d
             d2 = lq - lp
             dn = d2 * 0.6931471805599453
@@ -96,8 +78,85 @@ def _residual_block(
             k = tl.where(lp > lq, lp + _log2_f32(one_minus, FAST_LOG) + noise, float("-inf"))
         else:
             k = tl.where(idx == rejected, float("-inf"), x * scale + noise)
-    upd = k > best_val
-    return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
+        upd = k > best_val
+        new_val = tl.where(upd, k, best_val)
+        new_idx = tl.where(upd, idx, best_idx)
+    return new_val, new_idx
+
+
+@triton.jit
+def _draw_chunk(
+    target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected, best_val,
+    best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """Columns ``[start, end)`` of the resampled row, BLOCK at a time. Greedy, residual and p
+    draws are separate copies of the loop (constexpr flags): runtime branches inside one loop
+    cost registers in all of them. Blocks wholly below ``V_d`` read the draft without a mask
+    (vectorised loads), and with PREFETCH the next block's target and draft are loaded before
+    this block is computed (at the end the last block is loaded again: in bounds, unused)."""
+    lanes = tl.arange(0, BLOCK)
+    full_end = start + ((end - start) // BLOCK) * BLOCK
+    if RESIDUAL:
+        d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
+        if PREFETCH:
+            if d_end > start:
+                x_next = tl.load(target_row_ptr + start + lanes)
+                d_next = tl.load(draft_row_ptr + start + lanes)
+                for off in range(start, d_end, BLOCK):
+                    x = x_next
+                    dl = d_next
+                    nxt = tl.minimum(off + BLOCK, d_end - BLOCK) + lanes
+                    x_next = tl.load(target_row_ptr + nxt)
+                    d_next = tl.load(draft_row_ptr + nxt)
+                    best_val, best_idx = _residual_keys(
+                        x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
+                        GREEDY, RESIDUAL, FAST_LOG,
+                    )
+        else:
+            for off in range(start, d_end, BLOCK):
+                idx = off + lanes
+                best_val, best_idx = _residual_keys(
+                    tl.load(target_row_ptr + idx), tl.load(draft_row_ptr + idx), idx, key, scale, lse_t, lse_d,
+                    rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+                )
+        # Full blocks reaching past V_d: q is zero there (the draft's log is -inf).
+        for off in range(d_end, full_end, BLOCK):
+            idx = off + lanes
+            best_val, best_idx = _residual_keys(
+                tl.load(target_row_ptr + idx),
+                tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf")),
+                idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+            )
+    else:
+        if PREFETCH:
+            if full_end > start:
+                x_next = tl.load(target_row_ptr + start + lanes)
+                for off in range(start, full_end, BLOCK):
+                    x = x_next
+                    x_next = tl.load(target_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+                    best_val, best_idx = _residual_keys(
+                        x, x, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
+                        GREEDY, RESIDUAL, FAST_LOG,
+                    )
+        else:
+            for off in range(start, full_end, BLOCK):
+                idx = off + lanes
+                x = tl.load(target_row_ptr + idx)
+                best_val, best_idx = _residual_keys(
+                    x, x, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+                )
+    if full_end < end:
+        idx = full_end + lanes
+        x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"))
+        if RESIDUAL:
+            dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
+        else:
+            dl = x
+        best_val, best_idx = _residual_keys(
+            x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+        )
+    return best_val, best_idx
 
 
 @triton.jit
@@ -161,10 +220,10 @@ def _residual_block_f64(
     target_row_ptr, draft_row_ptr, idx, end, draft_vocab_size, key, scale, lse_t, lse_d, greedy, residual,
     rejected, best_val, best_idx,
 ):
-    """float64 twin of :func:`_residual_block` (every block masked: this path is not tuned)."""
+    """float64 twin of :func:`_residual_keys` (every block masked: this path is not tuned)."""
     x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float64)
     if greedy:
-        k = x
+        new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
     else:
         noise = neg_log2_exponential(token_hash(key, idx), False, True)
         if residual:
@@ -183,8 +242,10 @@ def _residual_block_f64(
             k = tl.where(lp > lq, lp + tl.log2(one_minus) + noise, float("-inf"))
         else:
             k = tl.where(idx == rejected, float("-inf"), x * scale + noise)
-    upd = k > best_val
-    return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
+        upd = k > best_val
+        new_val = tl.where(upd, k, best_val)
+        new_idx = tl.where(upd, idx, best_idx)
+    return new_val, new_idx
 
 
 @triton.jit
@@ -249,7 +310,9 @@ def _resample_kernel(
     stats_ptr,
     # [>= Q] self-resetting merge scratch
     best_ptr,
+    best_stride_0,
     done_ptr,
+    done_stride_0,
     # [Q] int64
     out_ptr,
     vocab_size,
@@ -262,6 +325,7 @@ def _resample_kernel(
     HAS_DRAFT: tl.constexpr,
     FAST_LOG: tl.constexpr,
     SPLITS_P2: tl.constexpr,
+    PREFETCH: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     req = tl.program_id(0).to(tl.int64)
@@ -312,7 +376,7 @@ def _resample_kernel(
                 target_row_ptr, draft_row_ptr, off + lanes64, vocab_size, draft_vocab_size, key64, scale64, lse_t64,
                 lse_d64, greedy, residual, rejected64, best_val64, best_idx64,
             )
-        m64, win64 = _row_argmax(best_val64, best_idx64)
+        m64, win64, _ = _row_winner(best_val64, best_idx64)
         token64 = win64.to(tl.int64)
         if rejecting & (m64 == float("-inf")):
             token64 = _draw_from_p(target_row_ptr, vocab_size, key64, scale64, False, True, BLOCK)
@@ -348,24 +412,28 @@ def _resample_kernel(
         lanes = tl.arange(0, BLOCK)
         best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
         best_idx = start + lanes
-        full_end = start + ((end - start) // BLOCK) * BLOCK
-        for off in range(start, full_end, BLOCK):
-            best_val, best_idx = _residual_block(
-                target_row_ptr, draft_row_ptr, off + lanes, end, draft_vocab_size, key, scale, lse_t, lse_d,
-                greedy, residual, rejected, best_val, best_idx, False, FAST_LOG,
+        if greedy:
+            best_val, best_idx = _draw_chunk(
+                target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
+                best_val, best_idx, True, False, FAST_LOG, False, BLOCK,
             )
-        if full_end < end:
-            best_val, best_idx = _residual_block(
-                target_row_ptr, draft_row_ptr, full_end + lanes, end, draft_vocab_size, key, scale, lse_t, lse_d,
-                greedy, residual, rejected, best_val, best_idx, True, FAST_LOG,
+        elif residual:
+            best_val, best_idx = _draw_chunk(
+                target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
+                best_val, best_idx, False, True, FAST_LOG, PREFETCH, BLOCK,
             )
-        m, win = _row_argmax(best_val, best_idx)
+        else:
+            best_val, best_idx = _draw_chunk(
+                target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
+                best_val, best_idx, False, False, FAST_LOG, PREFETCH, BLOCK,
+            )
+        m, win, nan_won = _row_winner(best_val, best_idx)
         if PHASE == 1:
-            tl.atomic_max(best_ptr + req, pack_key_index(m, win))
-            finished = tl.atomic_add(done_ptr + req, 1)
+            tl.atomic_max(best_ptr + req * best_stride_0, _merge_key(m, win, nan_won))
+            finished = tl.atomic_add(done_ptr + req * done_stride_0, 1)
             if finished == num_splits - 1:
-                packed = tl.atomic_xchg(best_ptr + req, -9223372036854775808)
-                tl.atomic_xchg(done_ptr + req, 0)
+                packed = tl.atomic_xchg(best_ptr + req * best_stride_0, -9223372036854775808)
+                tl.atomic_xchg(done_ptr + req * done_stride_0, 0)
                 token = unpack_index(packed)
                 # Once per request, by its last program: the rare no-mass fallback walks the row.
                 if rejecting & ((packed >> 32) == ordered_key(tl.full((), float("-inf"), tl.float32))):
@@ -387,6 +455,11 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
     return block, warps, splits
+
+
+def draw_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether the draw loop loads the next block ahead (benchmarks/NOTES.md, version 7)."""
+    return False
 
 
 @stride_guard(
@@ -427,7 +500,8 @@ def resample(
         num_accepted: [Q] int, accepted drafts; equal to the request's draft count -> bonus row.
         cu_num_logits: [Q + 1] int, cumulative rows per request.
         idx_mapping: [Q] int, request -> request-state slot.
-        temperature: [R] float32; 0 = greedy (the target row's argmax, lowest index on ties).
+        temperature: [R] float32; 0 = greedy: ``torch.argmax`` of the resampled target row
+            (lowest index on ties, the first NaN of a row that has one).
         seed: [R] int64.
         pos: [N] int64, each target row's position (keys the noise).
         draft_vocab_size: ``V_d <= min(V, W)``, default ``W``: ``q`` is zero beyond it.
@@ -440,8 +514,10 @@ def resample(
         ``p > q``: ``p == q``, where ``max(p - q, 0)`` normalised is undefined; exact arithmetic
         would have accepted such a draft) the token is drawn from ``p`` with the same noise, that
         is, the token :func:`guarded_kernels.gumbel_sample` draws for that row. The same holds for
-        one-hot drafts whose ``p`` has no mass outside the rejected token. Rows whose logits are
-        all NaN or ``-inf`` return token 0.
+        one-hot drafts whose ``p`` has no mass outside the rejected token. A NaN in a sampled row's
+        target or draft logits makes its log-sum-exp, so the residual, undefined: a rejected row
+        then falls back to the same draw from ``p``, in which NaN entries have probability 0 (as
+        in every sampled draw); sampled rows whose logits are all NaN or ``-inf`` return token 0.
 
     Algorithm:
         Gumbel-max (Gumbel, 1954; Maddison et al., 2014) over the residual distribution of
@@ -487,10 +563,10 @@ def resample(
     chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
     splits = triton.cdiv(vocab_size, chunk)
     if splits > 1:
-        best, done = row_scratch(device, num_reqs)
+        best, best_s0, done, done_s0 = row_scratch(device, num_reqs)
         stats = torch.empty((num_reqs, splits, 4), dtype=torch.float32, device=device)
     else:
-        best, done, stats = out, out, out
+        best, best_s0, done, done_s0, stats = out, 0, out, 0, out
     args = (
         target_logits,
         target_logits.stride(0),
@@ -514,7 +590,9 @@ def resample(
         pos.stride(0),
         stats,
         best,
+        best_s0,
         done,
+        done_s0,
         out,
         vocab_size,
         vd,
@@ -525,6 +603,7 @@ def resample(
         HAS_DRAFT=has_draft,
         FAST_LOG=use_fast_log(device),
         SPLITS_P2=triton.next_power_of_2(splits),
+        PREFETCH=draw_prefetch(target_logits.dtype, device),
         BLOCK=block,
         num_warps=warps,
     )

@@ -41,6 +41,33 @@ def _row_argmax(best_val, best_idx):
 
 
 @triton.jit
+def _greedy_update(x, idx, best_val, best_idx):
+    """Running maximum with ``torch.argmax``'s order: NaN above everything (the first NaN wins),
+    then the lowest index on ties. A NaN is kept as ``+inf`` with its index tagged by the sign bit
+    (``idx - 2**31``, below every untagged index, in the same order), so the lane maximum and the
+    lowest-index tie rule of :func:`_row_winner` pick the first NaN; a later ``+inf`` cannot
+    displace it (``inf > inf`` is false) and a NaN displaces a held ``+inf``. Only greedy rows take
+    this path: the sampled loop is unchanged."""
+    nan = x != x
+    upd = (x > best_val) | (nan & (best_idx >= 0))
+    return tl.where(upd, tl.where(nan, float("inf"), x), best_val), tl.where(upd, tl.where(nan, idx | -2147483648, idx), best_idx)
+
+
+@triton.jit
+def _row_winner(best_val, best_idx):
+    """(maximum, lowest winning token id, whether a greedy NaN won) of a program's lanes."""
+    m, win = _row_argmax(best_val, best_idx)
+    return m, win & 2147483647, win < 0
+
+
+@triton.jit
+def _merge_key(m, win, nan_won):
+    """The packed (key, index) word of the cross-program merge; a greedy NaN winner gets a key
+    above every number's (the bits of a positive quiet NaN, above ``+inf``'s)."""
+    return tl.where(nan_won, (2143289344 << 32) | (4294967295 - win.to(tl.int64)), pack_key_index(m, win))
+
+
+@triton.jit
 def _sample_block(
     x,
     source_row_ptr,
@@ -49,9 +76,9 @@ def _sample_block(
     end,
     key,
     scale,
-    greedy,
     best_val,
     best_idx,
+    GREEDY: tl.constexpr,
     MASKED: tl.constexpr,
     HAS_CACHE: tl.constexpr,
     HAS_SOURCE: tl.constexpr,
@@ -75,13 +102,55 @@ def _sample_block(
         xf = x.to(tl.float64)
     else:
         xf = x.to(tl.float32)
-    if greedy:
-        k = xf
+    if GREEDY:
+        new_val, new_idx = _greedy_update(xf, idx, best_val, best_idx)
     else:
         k = xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
-    # NaN compares false: a NaN logit never wins.
-    upd = k > best_val
-    return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
+        # NaN compares false: a NaN logit never wins a sampled draw.
+        upd = k > best_val
+        new_val = tl.where(upd, k, best_val)
+        new_idx = tl.where(upd, idx, best_idx)
+    return new_val, new_idx
+
+
+@triton.jit
+def _walk_chunk(
+    logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
+    GREEDY: tl.constexpr, HAS_CACHE: tl.constexpr, HAS_SOURCE: tl.constexpr, USE_FP64: tl.constexpr,
+    FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Columns ``[start, end)`` of one row, BLOCK at a time: the per-lane running maximum."""
+    lanes = tl.arange(0, BLOCK)
+    # Full blocks without a mask (so loads vectorise), then one masked tail block. With
+    # PREFETCH the next block is loaded before this one is computed, so its memory latency
+    # overlaps the noise arithmetic (at the end the last block is loaded again: in bounds,
+    # never used). It pays for 16-bit logits; for float32 the extra registers (75 instead of
+    # 57) halve the programs per SM and it costs more than it saves (benchmarks/NOTES.md).
+    full_end = start + ((end - start) // BLOCK) * BLOCK
+    if PREFETCH:
+        if full_end > start:
+            x_next = tl.load(logits_row_ptr + start + lanes)
+            for off in range(start, full_end, BLOCK):
+                x = x_next
+                x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+                best_val, best_idx = _sample_block(
+                    x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, best_val, best_idx,
+                    GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                )
+    else:
+        for off in range(start, full_end, BLOCK):
+            best_val, best_idx = _sample_block(
+                tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, end, key,
+                scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+            )
+    if full_end < end:
+        tail = full_end + lanes
+        x = tl.load(logits_row_ptr + tail, mask=tail < end, other=float("-inf"))
+        best_val, best_idx = _sample_block(
+            x, source_row_ptr, cache_row_ptr, tail, end, key, scale_f, best_val, best_idx,
+            GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+        )
+    return best_val, best_idx
 
 
 @triton.jit
@@ -113,7 +182,9 @@ def _gumbel_sample_kernel(
     source_stride_0,
     # [>= T] int64 / int32 self-resetting scratch (only used when SPLIT)
     best_ptr,
+    best_stride_0,
     done_ptr,
+    done_stride_0,
     # [T] int64
     out_ptr,
     out_stride_0,
@@ -170,45 +241,28 @@ def _gumbel_sample_kernel(
         if HAS_CACHE:
             col = tl.load(cache_col_ptr + row * cache_col_stride_0).to(tl.int64)
             cache_row_ptr = cache_ptr + slot * cache_stride_0 + col * cache_stride_1
-        # Full blocks without a mask (so loads vectorise), then one masked tail block. With
-        # PREFETCH the next block is loaded before this one is computed, so its memory latency
-        # overlaps the noise arithmetic (at the end the last block is loaded again: in bounds,
-        # never used). It pays for 16-bit logits; for float32 the extra registers (75 instead of
-        # 57) halve the programs per SM and it costs more than it saves (benchmarks/NOTES.md).
         logits_row_ptr = logits_ptr + row * logits_stride_0
         source_row_ptr = source_ptr + row * source_stride_0
-        full_end = start + ((end - start) // BLOCK) * BLOCK
-        if PREFETCH:
-            if full_end > start:
-                x_next = tl.load(logits_row_ptr + start + lanes)
-                for off in range(start, full_end, BLOCK):
-                    x = x_next
-                    x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
-                    best_val, best_idx = _sample_block(
-                        x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, greedy, best_val, best_idx,
-                        False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
-                    )
-        else:
-            for off in range(start, full_end, BLOCK):
-                best_val, best_idx = _sample_block(
-                    tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, end, key,
-                    scale_f, greedy, best_val, best_idx, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
-                )
-        if full_end < end:
-            tail = full_end + lanes
-            x = tl.load(logits_row_ptr + tail, mask=tail < end, other=float("-inf"))
-            best_val, best_idx = _sample_block(
-                x, source_row_ptr, cache_row_ptr, tail, end, key, scale_f, greedy, best_val, best_idx,
-                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+        # Greedy rows walk their own copy of the loop (GREEDY constexpr): a runtime branch inside
+        # the sampled loop raised its registers (bf16: 64 -> 75, one program per SM instead of two).
+        if greedy:
+            best_val, best_idx = _walk_chunk(
+                logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
+                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK,
             )
-        m, win = _row_argmax(best_val, best_idx)
+        else:
+            best_val, best_idx = _walk_chunk(
+                logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
+                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK,
+            )
+        m, win, nan_won = _row_winner(best_val, best_idx)
         if SPLIT:
-            tl.atomic_max(best_ptr + row, pack_key_index(m.to(tl.float32), win))
-            finished = tl.atomic_add(done_ptr + row, 1)
+            tl.atomic_max(best_ptr + row * best_stride_0, _merge_key(m.to(tl.float32), win, nan_won))
+            finished = tl.atomic_add(done_ptr + row * done_stride_0, 1)
             if finished == num_splits - 1:
                 # Last program of the row: read and reset the merge word and the counter.
-                packed = tl.atomic_xchg(best_ptr + row, -9223372036854775808)
-                tl.atomic_xchg(done_ptr + row, 0)
+                packed = tl.atomic_xchg(best_ptr + row * best_stride_0, -9223372036854775808)
+                tl.atomic_xchg(done_ptr + row * done_stride_0, 0)
                 tl.store(out_ptr + row * out_stride_0, unpack_index(packed))
         else:
             tl.store(out_ptr + row * out_stride_0, win.to(tl.int64))
@@ -270,10 +324,11 @@ def gumbel_sample(
         idx_mapping: [T] int32 / int64, row -> request-state index; a negative value marks a
             padding row (token 0 returned, nothing cached).
         temperature: [R] float32 per request state, dimensionless; 0.0 selects greedy decoding,
-            exactly ``logits.argmax(-1)`` for rows without NaN (lowest index on ties). A NaN
-            logit never wins, greedy or sampled: a row with some NaN returns the argmax of its
-            numbers (``torch.argmax`` would return the first NaN); an all-NaN or all ``-inf``
-            row returns 0.
+            exactly ``logits.argmax(-1)``: the lowest index on ties, and, as ``torch.argmax``,
+            the first NaN of a row that has one (NaN ranks above ``+inf``). Sampled rows
+            (temperature > 0) treat a NaN logit as probability 0: a row with some NaN draws from
+            the softmax of its other entries (the token the same row with ``-inf`` there draws);
+            an all-NaN or all ``-inf`` sampled row returns 0.
         seed: [R] int64 per request state.
         pos: [T] int64, the token's position (in tokens); with ``seed`` it keys the noise
             (:mod:`guarded_kernels.noise`), so results do not depend on the batch, the grid or the
@@ -345,9 +400,9 @@ def gumbel_sample(
     chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
     splits = triton.cdiv(vocab_size, chunk)
     if splits > 1:
-        best, done = row_scratch(device, num_rows)
+        best, best_s0, done, done_s0 = row_scratch(device, num_rows)
     else:
-        best, done = out, out
+        best, best_s0, done, done_s0 = out, 0, out, 0
     _gumbel_sample_kernel[(num_rows, splits)](
         logits,
         logits.stride(0),
@@ -367,7 +422,9 @@ def gumbel_sample(
         source,
         source_s0,
         best,
+        best_s0,
         done,
+        done_s0,
         out,
         out.stride(0),
         vocab_size,

@@ -300,22 +300,60 @@ def test_padding_rows_return_an_in_range_id_and_write_nothing(device, per_row_co
     assert torch.equal(out[real], alone)
 
 
-def test_greedy_nan_rows(device, small_blocks):
-    # Decision (documented in gumbel_sample): a NaN logit never wins, greedy or sampled. Rows
-    # without NaN are torch.argmax exactly; an all-NaN row gives 0, as torch.argmax does; a row
-    # with some NaN gives the argmax of its numbers, where torch.argmax would give the first NaN.
+def _greedy_rows_with_nans(V, generator):
+    """Rows for torch.argmax's NaN and tie rules: the first NaN wins, NaN beats +inf, +inf beats
+    numbers, the lowest index wins ties; NaNs in different programs' chunks and in one lane."""
+    rows = torch.randn(12, V, generator=generator) * 3
+    rows[0] = float("nan")  # all NaN: 0
+    rows[1, 7] = rows[1, 40] = float("nan")  # two NaNs: 7
+    rows[1, 30] = 50.0
+    rows[2] = float("-inf")  # all -inf: 0
+    rows[3, 20] = float("inf")
+    rows[3, 41] = float("nan")  # NaN after +inf (another program at splits=3): 41
+    rows[4, 41] = float("inf")
+    rows[4, 5] = float("nan")  # NaN before +inf: 5
+    rows[5, 3] = rows[5, 19] = float("inf")  # +inf tie (one lane at block 16): 3
+    rows[6, 2] = rows[6, 33] = rows[6].max() + 1  # tie across programs: 2
+    rows[7, 44] = float("nan")  # a NaN in the masked tail block: 44
+    rows[8, :] = float("-inf")
+    rows[8, 40] = float("nan")  # NaN among -inf: 40
+    rows[9, 16] = float("nan")  # NaN then +inf in the same lane (block 16): 16
+    rows[9, 32] = float("inf")
+    rows[10, 32] = float("nan")  # +inf then NaN in the same lane: 32
+    rows[10, 16] = float("inf")
+    return rows  # row 11: plain numbers
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("use_fp64, splits", [(False, 3), (False, 1), (True, 1)])
+def test_greedy_is_torch_argmax_with_nans_infs_and_ties(device, dtype, use_fp64, splits, small_blocks):
+    # temperature == 0 returns exactly torch.argmax, NaN rules included (the issue's contract).
+    small_blocks(block=16, splits=splits)
+    V = 45
+    logits = _greedy_rows_with_nans(V, torch.Generator().manual_seed(41)).to(dtype)
+    T = logits.shape[0]
+    _, idx, temp, seed, pos = _inputs(device, T, V, temperature=0.0)
+    logits = logits.to(device)
+    out = gumbel_sample(logits, idx, temp, seed, pos, use_fp64=use_fp64)
+    want = logits.cpu().float().argmax(-1)
+    assert want[:11].tolist() == [0, 7, 0, 41, 5, 3, 2, 44, 40, 16, 32]  # torch's own rule, as stated
+    assert torch.equal(out.cpu(), want)
+    assert torch.equal(out.cpu(), logits.cpu().argmax(-1))
+
+
+def test_sampled_rows_never_draw_a_nan(device, small_blocks):
+    # A sampled row draws from the softmax of its numbers: a NaN entry has probability 0. A row
+    # with some NaN draws what the same row with those entries at -inf draws (same noise).
     small_blocks(block=16, splits=3)
-    T, V = 4, 45
-    logits, idx, temp, seed, pos = _inputs(device, T, V, temperature=0.0)
-    logits[0] = float("nan")
-    logits[1, 7] = float("nan")
-    logits[1, 30] = 50.0
-    logits[2] = float("-inf")
-    out = gumbel_sample(logits, idx, temp, seed, pos)
-    assert out[0].item() == 0 == logits[0].argmax().item()
-    assert out[1].item() == 30
-    assert out[2].item() == 0
-    assert out[3].item() == logits[3].argmax().item()
+    T, V = 6, 45
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    nan_at = torch.rand(T, V, generator=torch.Generator().manual_seed(3)) < 0.3
+    with_nan = logits.masked_fill(nan_at.to(device), float("nan"))
+    out = gumbel_sample(with_nan, idx, temp, seed, pos)
+    assert not nan_at[torch.arange(T), out.cpu()].any()
+    assert torch.equal(out, gumbel_sample(logits.masked_fill(nan_at.to(device), float("-inf")), idx, temp, seed, pos))
+    # All NaN: token 0, an in-range id.
+    assert (gumbel_sample(torch.full_like(logits, float("nan")), idx, temp, seed, pos) == 0).all()
 
 
 def test_signatures_match_the_issue():

@@ -309,3 +309,46 @@ def test_nan_rows_return_an_in_range_id(device, use_fp64, small_blocks):
     # The NaN draft falls back to p: the token gumbel_sample draws for that row.
     row = cu[2:3]
     assert out[2].item() == gumbel_sample(target[row], idx[2:3], temp, seed, pos[row]).item()
+
+
+@pytest.mark.parametrize("use_fp64, splits", [(False, 3), (False, 1), (True, 1)])
+def test_greedy_is_torch_argmax_with_nans_infs_and_ties(device, use_fp64, splits, small_blocks):
+    from tests.kernels.test_gumbel_sample import _greedy_rows_with_nans
+
+    small_blocks(block=16, splits=splits)
+    V = 45
+    rows = _greedy_rows_with_nans(V, torch.Generator().manual_seed(43))
+    Q = rows.shape[0]
+    S = 1
+    target = torch.randn(Q * (S + 1), V, generator=torch.Generator().manual_seed(44))
+    acc = torch.arange(Q) % (S + 1)  # rejected and bonus rows alike
+    cu = torch.arange(0, Q * (S + 1) + 1, S + 1)
+    target[cu[:-1] + acc] = rows
+    draft = torch.randn(Q, S, V, generator=torch.Generator().manual_seed(45))
+    idx = torch.arange(Q)
+    temp = torch.zeros(Q)
+    seed = torch.arange(Q, dtype=torch.int64)
+    pos = torch.arange(Q * (S + 1))
+    tokens = torch.zeros(Q, S, dtype=torch.int64)
+    args = [t.to(device) for t in (target, draft, tokens, acc, cu, idx, temp, seed, pos)]
+    out = resample(*args, use_fp64=use_fp64).cpu()
+    assert torch.equal(out, rows.argmax(-1))
+    args[1] = None  # one-hot drafts: greedy is the same argmax
+    assert torch.equal(resample(*args, use_fp64=use_fp64).cpu(), rows.argmax(-1))
+
+
+@pytest.mark.parametrize("use_fp64", [False, True])
+def test_a_nan_in_a_rejected_row_draws_from_p_over_its_numbers(device, use_fp64, small_blocks):
+    # A NaN makes the log-sum-exp, hence the residual, undefined: the row falls back to a draw
+    # from p over its non-NaN entries with its own noise (gumbel_sample's draw of that row).
+    small_blocks(block=4, splits=2)
+    Q, S, V = 6, 1, 9
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, V, seed0=23)
+    acc = torch.zeros(Q, dtype=torch.int64, device=device)
+    rows = cu[:-1]
+    target[rows[:3], 4] = float("nan")  # a NaN in the target row
+    draft[idx[3:], 0, 6] = float("nan")  # a NaN in the draft row
+    out = resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, use_fp64=use_fp64)
+    want = gumbel_sample(target[rows], idx, temp, seed, pos[rows], use_fp64=use_fp64)
+    assert torch.equal(out, want)
+    assert not (out[:3] == 4).any()
