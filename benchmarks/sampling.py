@@ -20,7 +20,6 @@ import argparse
 import datetime
 import importlib
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -180,76 +179,100 @@ def run_table(bw: float, ts, vs, impls) -> list[dict]:
     return rows
 
 
-def run_variants(bw: float) -> list[dict]:
-    """Sweep (BLOCK, num_warps) at the issue-6 sizes, and the accurate logarithm for comparison."""
+def _compiled_regs(fn) -> list[tuple[int, int]]:
+    """(id, registers per thread) of every kernel ``fn`` has compiled so far (Triton 3.x caches)."""
     out = []
-    for dname, dtype in DTYPES.items():
-        for T, V in ((1024, 262144), (256, 151936)):
-            for block, warps in ((2048, 8), (4096, 16), (8192, 16)):
-                if True:
-                    for accurate in (False, True) if (block, warps) == (4096, 16) else (False,):
-                        os.environ["GUARDED_KERNELS_ACCURATE_LOG"] = "1" if accurate else "0"
-                        orig = sample_mod.launch_config
+    for cache in getattr(fn, "device_caches", {}).values():
+        kernels = cache[0] if isinstance(cache, tuple) else cache
+        for k in kernels.values():
+            out.append((id(k), getattr(k, "n_regs", -1)))
+    return out
 
-                        def cfg(num_rows, vocab_size, dt, device, use_fp64, block=block, warps=warps, orig=orig):
-                            return block, warps, orig(num_rows, vocab_size, dt, device, use_fp64)[2]
 
-                        sample_mod.launch_config = cfg
-                        try:
-                            calls, nbytes = _sample_calls("guarded_kernels.gumbel_sample", T, V, dtype)
-                            g = _graph_us(calls, replays=10)
-                        except Exception as exc:
-                            print(f"variant {block}/{warps} failed: {exc}")
-                            g = float("nan")
-                        finally:
-                            sample_mod.launch_config = orig
-                            os.environ["GUARDED_KERNELS_ACCURATE_LOG"] = "0"
-                        row = dict(dtype=dname, T=T, V=V, block=block, warps=warps, accurate_log=accurate,
-                                   us_graph=round(g, 2), frac_floor=round(nbytes / bw * 1e6 / g, 4))
-                        print(json.dumps(row), flush=True)
-                        out.append(row)
-    # Few rows: block, warps and programs per multiprocessor (how finely one row is split).
-    for dname, dtype in DTYPES.items():
+class _Patched:
+    """Set module attributes for the duration of a ``with`` block."""
+
+    def __init__(self, patches):
+        self.patches = patches
+        self.saved = []
+
+    def __enter__(self):
+        for mod, name, value in self.patches:
+            self.saved.append((mod, name, getattr(mod, name)))
+            setattr(mod, name, value)
+
+    def __exit__(self, *exc):
+        for mod, name, value in reversed(self.saved):
+            setattr(mod, name, value)
+
+
+def _variant(bw, label, impl, T, V, dname, patches, replays=10) -> dict:
+    fn = sample_mod._gumbel_sample_kernel if impl == "guarded_kernels.gumbel_sample" else resample_mod._resample_kernel
+    seen = {i for i, _ in _compiled_regs(fn)}
+    with _Patched(patches):
+        try:
+            calls, nbytes = _sample_calls(impl, T, V, DTYPES[dname])
+            g = _graph_us(calls, replays=replays)
+        except Exception as exc:
+            print(f"variant {label} failed: {type(exc).__name__}: {exc}", flush=True)
+            g, nbytes = float("nan"), 1
+    regs = sorted({r for i, r in _compiled_regs(fn) if i not in seen})
+    row = dict(variant=label, impl=impl, dtype=dname, T=T, V=V, us_graph=round(g, 2),
+               frac_floor=round(nbytes / bw * 1e6 / g, 4), new_kernel_regs=regs)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def run_variants(bw: float) -> list[dict]:
+    """Version 7 experiments (benchmarks/NOTES.md): merge-scratch padding at few rows, float32
+    prefetch, splits at T = 256, resample's draw prefetch and launch configuration."""
+    import guarded_kernels._workspace as ws
+
+    out = []
+    gs, rs = "guarded_kernels.gumbel_sample", "guarded_kernels.resample"
+    # 1. One cache line per row of the merge scratch against adjacent words, few rows.
+    for dname in DTYPES:
+        for T, V in ((1, 262144), (8, 262144), (8, 151936), (64, 262144)):
+            for row_bytes in (8, 128):
+                out.append(_variant(bw, f"row_bytes={row_bytes}", gs, T, V, dname, [(ws, "ROW_BYTES", row_bytes)]))
+        for T, V in ((8, 262144), (64, 151936)):
+            for row_bytes in (8, 128):
+                out.append(_variant(bw, f"row_bytes={row_bytes}", rs, T, V, dname, [(ws, "ROW_BYTES", row_bytes)]))
+    # 2. Few rows: programs per multiprocessor and block (with the padded scratch).
+    for dname in DTYPES:
         for T in (1, 8):
-            V = 262144
-            for block, warps, per_sm in ((1024, 4, 4), (2048, 8, 4), (2048, 8, 8), (4096, 16, 2), (1024, 4, 8)):
-                orig = sample_mod.launch_config
-
+            for block, warps, per_sm in ((2048, 8, 2), (1024, 4, 8)):
                 def scfg(num_rows, vocab_size, dt, device, use_fp64, block=block, warps=warps, per_sm=per_sm):
                     progs = per_sm * torch.cuda.get_device_properties(device).multi_processor_count
                     return block, warps, max(1, min(-(-progs // num_rows), triton.cdiv(vocab_size, block), 512))
 
-                sample_mod.launch_config = scfg
-                try:
-                    calls, nbytes = _sample_calls("guarded_kernels.gumbel_sample", T, V, dtype)
-                    g = _graph_us(calls, replays=10)
-                finally:
-                    sample_mod.launch_config = orig
-                row = dict(impl="gumbel_sample", dtype=dname, T=T, V=V, block=block, warps=warps,
-                           programs_per_sm=per_sm, us_graph=round(g, 2))
-                print(json.dumps(row), flush=True)
-                out.append(row)
-    for dname, dtype in DTYPES.items():
-        T, V = 1024, 151936
-        for block, warps in ((2048, 8), (4096, 8), (4096, 16)):
-            orig = resample_mod.launch_config
+                out.append(_variant(bw, f"small_t block={block} warps={warps} per_sm={per_sm}", gs, T, 262144, dname,
+                                    [(sample_mod, "launch_config", scfg)]))
+    # 3. float32 prefetch (registers permitting two programs per SM) and splits at T = 256.
+    for T, V in ((256, 151936), (256, 262144), (1024, 151936), (1024, 262144)):
+        for pf in (False, True):
+            out.append(_variant(bw, f"fp32 prefetch={pf}", gs, T, V, "float32",
+                                [(sample_mod, "loop_prefetch", lambda dt, dev, pf=pf: pf)]))
+    for dname in DTYPES:
+        for splits in (1, 2, 3):
+            for block, warps in ((4096, 16), (2048, 8)):
+                def tcfg(num_rows, vocab_size, dt, device, use_fp64, block=block, warps=warps, splits=splits):
+                    return block, warps, splits
 
-            def rcfg(num_reqs, vocab_size, dt, device, block=block, warps=warps, orig=orig):
-                return block, warps, orig(num_reqs, vocab_size, dt, device)[2]
+                out.append(_variant(bw, f"T256 splits={splits} block={block} warps={warps}", gs, 256, 151936, dname,
+                                    [(sample_mod, "launch_config", tcfg)]))
+    # 4. resample: draw prefetch and block / warps.
+    for dname in DTYPES:
+        for T, V in ((1024, 151936), (256, 151936)):
+            for pf in (False, True):
+                for block, warps in ((2048, 8), (4096, 8), (1024, 4)):
+                    def rcfg(num_reqs, vocab_size, dt, device, block=block, warps=warps):
+                        progs = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+                        return block, warps, max(1, min(-(-progs // num_reqs), triton.cdiv(vocab_size, block), 256))
 
-            resample_mod.launch_config = rcfg
-            try:
-                calls, nbytes = _sample_calls("guarded_kernels.resample", T, V, dtype)
-                g = _graph_us(calls, replays=10)
-            except Exception as exc:
-                print(f"resample variant {block}/{warps} failed: {exc}")
-                g = float("nan")
-            finally:
-                resample_mod.launch_config = orig
-            row = dict(impl="resample", dtype=dname, T=T, V=V, block=block, warps=warps,
-                       us_graph=round(g, 2), frac_floor=round(nbytes / bw * 1e6 / g, 4))
-            print(json.dumps(row), flush=True)
-            out.append(row)
+                    out.append(_variant(bw, f"resample prefetch={pf} block={block} warps={warps}", rs, T, V, dname,
+                                        [(resample_mod, "draw_prefetch", lambda dt, dev, pf=pf: pf),
+                                         (resample_mod, "launch_config", rcfg)]))
     return out
 
 

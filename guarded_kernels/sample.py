@@ -285,6 +285,12 @@ def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: to
     return block, warps, splits
 
 
+def loop_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether the sampling loop loads the next block ahead (benchmarks/NOTES.md, versions 4-5):
+    for 16-bit logits; benchmarks may replace it."""
+    return torch.tensor([], dtype=dtype).element_size() < 4
+
+
 def _check_index_tensor(name: str, t: torch.Tensor) -> None:
     if t.dtype not in _INTS:
         raise TypeError(f"gumbel_sample: {name} must be int32 or int64, got {t.dtype}")
@@ -437,7 +443,7 @@ def gumbel_sample(
         USE_FP64=use_fp64,
         FAST_LOG=use_fast_log(device),
         SPLIT=splits > 1,
-        PREFETCH=logits.element_size() < 4,
+        PREFETCH=loop_prefetch(logits.dtype, device),
         BLOCK=block,
         num_warps=warps,
     )

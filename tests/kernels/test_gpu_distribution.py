@@ -100,3 +100,55 @@ def test_large_vocabulary_residual(device):
     stat, pv, dof = chi2_pvalue(counts, (r / r.sum()).numpy())
     print(f"residual V={V} draws={DRAWS} chi2={stat:.1f} dof={dof} p={pv:.3g}")
     assert pv > ALPHA, (stat, dof, pv)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("device", GPU)
+@pytest.mark.parametrize("accurate_log", [False, True], ids=["lg2_approx", "accurate_log"])
+def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypatch):
+    # resample's twin of the heavy-tail test. Target: tokens 0 and 1 at 18 nats, 65,536 tail
+    # tokens at 0. Draft: q = p / 2 on token 0 and on the tail, the rest of q on token 1, so
+    # q_1 > p_1 and the residual max(p - q, 0) is p / 2 on token 0 and on the tail, 0 on token 1:
+    # one dominant token and a tail 18 nats below it per token, about 1e-3 of the residual mass
+    # (~4,190 of 4.2M draws), every tail value computed through log p + log(1 - q / p) with
+    # q / p = 1/2. With 24-bit uniforms the noise is capped near 17.3 nats and the tail is
+    # (almost) never drawn. Tolerance: 5 Poisson standard deviations of the expected count
+    # (+-323): a correct sampler fails with probability ~6e-7, while a tail drawn at 17.3-nat
+    # resolution misses by thousands of draws. The expected count is the float64 residual's.
+    if accurate_log:
+        monkeypatch.setenv("GUARDED_KERNELS_ACCURATE_LOG", "1")
+    else:
+        monkeypatch.delenv("GUARDED_KERNELS_ACCURATE_LOG", raising=False)
+    M = 65536
+    V = M + 2
+    t_row = torch.zeros(V, dtype=torch.float64)
+    t_row[:2] = 18.0
+    lse_t = torch.logsumexp(t_row, 0)
+    # log q_i = log p_i - log 2 on token 0 and the tail; token 1 takes the rest of q's mass.
+    d_row = t_row - lse_t - math.log(2)
+    d_row[1] = math.log(1 - torch.exp(torch.cat([d_row[:1], d_row[2:]])).sum().item())
+    p = torch.softmax(t_row, 0)
+    q = torch.softmax(d_row.float().double(), 0)
+    r = (p - q).clamp(min=0)
+    assert r[1] == 0
+    mass = (r[2:].sum() / r.sum()).item()
+    Q = CALL_ROWS
+    target = t_row.float().cuda().expand(2 * Q, V)
+    draft = d_row.float().cuda().expand(1, 1, V)
+    cu = torch.arange(0, 2 * Q + 1, 2, device="cuda")
+    acc = torch.zeros(Q, dtype=torch.int64, device="cuda")
+    idx = torch.zeros(Q, dtype=torch.int64, device="cuda")
+    temp = torch.ones(1, device="cuda")
+    seed = torch.tensor([7], device="cuda")
+    tokens = torch.zeros(Q, 1, dtype=torch.int64, device="cuda")
+    counts = torch.zeros(V, dtype=torch.int64, device="cuda")
+    for start in range(0, DRAWS, Q):
+        pos = torch.arange(2 * start, 2 * start + 2 * Q, device="cuda")
+        counts += torch.bincount(resample(target, draft, tokens, acc, cu, idx, temp, seed, pos), minlength=V)
+    counts = counts.cpu()
+    assert counts.sum() == DRAWS
+    assert counts[1] == 0  # p_1 < q_1: never drawn
+    tail = int(counts[2:].sum())
+    expected = DRAWS * mass
+    print(f"residual tail draws {tail}, expected {expected:.1f} (mass {mass:.3e})")
+    assert abs(tail - expected) < 5 * math.sqrt(expected), (tail, expected)

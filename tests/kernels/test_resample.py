@@ -352,3 +352,55 @@ def test_a_nan_in_a_rejected_row_draws_from_p_over_its_numbers(device, use_fp64,
     want = gumbel_sample(target[rows], idx, temp, seed, pos[rows], use_fp64=use_fp64)
     assert torch.equal(out, want)
     assert not (out[:3] == 4).any()
+
+
+# Rows whose verification noise holds two tokens more than 19.5 nats apart, found by a search over
+# pos (seed 20261129, V = 32: about 1 row in 2 million). The test recomputes every gap from the
+# documented noise construction (tests.kernels.reference.noise2), so the constants only pick rare
+# rows; a wrong constant fails the gap assertion, not silently the test's meaning.
+TAIL_SEED = 20261129
+TAIL_POS = (960793, 5900695, 6450720, 7776709)
+TAIL_V = 32
+
+
+@pytest.mark.parametrize("use_fp64", [False, True])
+@pytest.mark.parametrize("kind", ["residual", "one_hot", "bonus"])
+def test_a_token_19_nats_below_wins_exactly_when_its_noise_says(device, kind, use_fp64, small_blocks):
+    # The interpreter-sized twin of the GPU heavy-tail test: instead of drawing the tail's
+    # aggregate rate it checks single draws that only the tail of the uniform decides. In each
+    # row, token j (largest noise) sits d nats below token i (smallest noise) in the residual
+    # (or in p); the draw is j when d = gap - 0.5 and i when d = gap + 0.5, gap = G_j - G_i >
+    # 19.5 nats. A uniform of 24 bits caps the noise near 17.3 nats (j never wins) or rounds
+    # 1 - v to 1 for the smallest hashes (infinite noise: j always wins); either fails.
+    small_blocks(block=16, splits=2)
+    V = TAIL_V
+    cases = []
+    for p in TAIL_POS:
+        noise = noise2(TAIL_SEED, p, V)  # log2 units: -log2(E log2 e)
+        j, i = int(noise.argmax()), int(noise.argmin())
+        gap = float(noise[j] - noise[i]) * math.log(2)  # nats
+        assert gap > 19.5, (p, gap)
+        k = next(t for t in range(V) if t not in (i, j))
+        cases += [(p, i, j, k, gap - 0.5, j), (p, i, j, k, gap + 0.5, i)]
+    Q, S = len(cases), 1
+    N = Q * (S + 1)
+    target = torch.full((N, V), -math.inf, dtype=torch.float64)
+    draft = torch.full((Q, S, V), -math.inf, dtype=torch.float64)
+    tokens = torch.zeros(Q, S, dtype=torch.int64)
+    acc = torch.full((Q,), S if kind == "bonus" else 0, dtype=torch.int64)
+    pos = torch.arange(N, dtype=torch.int64)
+    for r, (p, i, j, k, d, _) in enumerate(cases):
+        row = r * (S + 1) + int(acc[r])
+        pos[row] = p
+        target[row, i], target[row, j] = 0.0, -d
+        if kind == "residual":
+            # q = p / 2 on i and j, the other half on k (where p = 0): the residual is p / 2 on
+            # i and j, nothing on k.
+            draft[r, 0, i], draft[r, 0, j], draft[r, 0, k] = 0.0, -d, math.log1p(math.exp(-d))
+        elif kind == "one_hot":
+            target[row, k] = 5.0  # the most likely token, rejected: only i and j remain
+            tokens[r, 0] = k
+    args = [target.float(), None if kind == "one_hot" else draft.float(), tokens, acc,
+            torch.arange(0, N + 1, S + 1), torch.arange(Q), torch.ones(Q), torch.full((Q,), TAIL_SEED), pos]
+    out = resample(*[a if a is None else a.to(device) for a in args], use_fp64=use_fp64).cpu()
+    assert out.tolist() == [want for *_, want in cases]
