@@ -2,8 +2,8 @@
 
 Contract (the engine in ``stridecheck.lint.engine`` relies on exactly this):
 
-* ``build_module_model(source, path=..., module=..., options=...)`` parses ``source`` with
-  libcst once and returns a picklable :class:`~stridecheck.lint.model.ModuleModel` (kernels with
+* ``build_module_model(source, path=..., module=..., options=...)`` parses ``source`` once
+  (Python's ``ast``; both the kernel and the launch side read that tree) and returns a picklable :class:`~stridecheck.lint.model.ModuleModel` (kernels with
   their access models, launches with argument origins, imports). It raises
   :class:`ParseFailure` when the source does not parse. It runs in worker processes; its result
   is cached by content hash, so it must depend only on its arguments.
@@ -30,7 +30,7 @@ class AnalysisOptions:
 
 
 class ParseFailure(Exception):
-    """The source is not valid Python (as libcst parses it)."""
+    """The source is not valid Python (as the running interpreter's ``ast.parse`` reads it)."""
 
     def __init__(self, reason: str, line: int = 1, column: int = 1):
         super().__init__(reason)

@@ -2,13 +2,12 @@
 
 Entry point (called by ``stridecheck.lint.access_model.build_module_model``)::
 
-    collect(module, positions, source, module_name=None, path=None) -> LaunchInfo
+    collect(tree, source, module_name=None, path=None) -> LaunchInfo
 
-* ``module``: the ``libcst.Module`` of the file.
-* ``positions``: libcst's ``PositionProvider`` mapping (node -> ``CodeRange``) for that module;
-  only the nodes that become spans are looked up (missing nodes get the span 1:1).
-* ``source``: the file's text; a file with no ``](`` and no ``.run(`` has no launch, and then only
-  its imports and kernel aliases are read (a handful of top-level statements).
+* ``tree``: the file's ``ast.Module`` (the one the kernel side reads: each file is parsed once).
+* ``source``: the file's text (``ast.parse(source)`` gave ``tree``); a file with no ``](`` and no
+  ``.run(`` has no launch, and then only its imports and kernel aliases are read (a handful of
+  top-level statements), plus the summary of small allocating functions when it has any.
 * ``module_name``: the dotted module name (``ModuleModel.module``) used to resolve relative imports;
   ``path`` tells whether the module is a package ``__init__``. Without ``module_name`` a relative
   import is kept with its leading dots and the linker resolves it from the model's path.
@@ -39,6 +38,13 @@ of callers) passes a contiguous tensor, when a decorator makes the arguments con
 (``@input_guard``, ``@ensure_contiguous``), or, for ``ctx.saved_tensors``, when the autograd
 ``forward`` of the same class saved a contiguous tensor.
 
+Spans and texts are those libcst reports (this module read libcst's tree until the linter dropped
+libcst for speed; findings and ``--fix`` edits depend on them, byte for byte): columns count
+characters (``ast`` counts UTF-8 bytes), an expression's span leaves out its own parentheses (a
+parenthesised tuple or a generator expression included, whose ``ast`` range holds them), and the
+text of a parenthesised expression is its source with those parentheses, verbatim
+(:class:`_Source`).
+
 Cost: one walk over the statements of the functions that hold a launch, nothing else.
 """
 
@@ -46,15 +52,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-
-import libcst as cst
 
 from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck
 
-__all__ = ["LaunchInfo", "collect"]
+__all__ = ["LaunchInfo", "collect", "dotted"]
 
 _NO_SPAN = Span(1, 1, 1, 1)
 _LAUNCH_HINT = re.compile(r"\]\s*\(|\.run\s*\(")
@@ -115,7 +119,7 @@ class _State:
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
         self.ints: dict[str, ArgOrigin] = {}
-        self.seqs: dict[str, cst.BaseExpression] = {}  # name -> tuple/list/dict/lambda expression
+        self.seqs: dict[str, ast.expr] = {}  # name -> tuple/list/dict/lambda expression
         self.checks: dict[tuple, WidthCheck] = {}
         self.aliases: dict[str, str] = {}
         # tensor -> the tensors whose extents it is known to match (`*`: allocated here, or checked)
@@ -173,49 +177,100 @@ class _State:
 # ----------------------------------------------------------------------------- small helpers
 
 
-def dotted(node: cst.BaseExpression) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
+def dotted(node) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None. ``None``/``True``/``False`` read as names
+    (``"None"``), as libcst reads them: kernel aliases and argument texts depend on it."""
     parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
         node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Constant) and (node.value is None or node.value is True or node.value is False):
+        parts.append(repr(node.value))
         return ".".join(reversed(parts))
     return None
 
 
-def _int_literal(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        v = _int_literal(node.expression)
+def _name(node) -> str | None:
+    """The identifier of a bare name; ``None``/``True``/``False`` count (libcst's ``Name``)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant) and (node.value is None or node.value is True or node.value is False):
+        return repr(node.value)
+    return None
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _int_literal(node) -> int | None:
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return v if type(v) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _int_literal(node.operand)
         return None if v is None else -v
     return None
 
 
-def _kwarg(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
+class _Arg:
+    """One argument of a call in source order (libcst's ``Arg``): ``star`` is "", "*" or "**"."""
+
+    __slots__ = ("star", "keyword", "value")
+
+    def __init__(self, star: str, keyword: str | None, value):
+        self.star = star
+        self.keyword = keyword
+        self.value = value
+
+
+def _args(call: ast.Call) -> list[_Arg]:
+    """Positional, starred and keyword arguments in the order they are written (``ast`` keeps
+    positional and keyword ones in two lists; ``f(x=1, *rest)`` interleaves them)."""
+    out = [_Arg("*", None, a.value) if isinstance(a, ast.Starred) else _Arg("", None, a) for a in call.args]
+    if call.keywords:
+        kws = [_Arg("**", None, k.value) if k.arg is None else _Arg("", k.arg, k.value) for k in call.keywords]
+        if out and any(a.star for a in out):
+            pairs = [((a.lineno, a.col_offset), x) for a, x in zip(call.args, out)]
+            pairs += [((k.lineno, k.col_offset), x) for k, x in zip(call.keywords, kws)]
+            pairs.sort(key=lambda p: p[0])
+            out = [x for _, x in pairs]
+        else:
+            out += kws
+    return out
+
+
+def _nargs(call: ast.Call) -> int:
+    return len(call.args) + len(call.keywords)
+
+
+def _first_arg(call: ast.Call):
+    """The value of the first argument as written (positional, starred or keyword)."""
+    return _args(call)[0].value
+
+
+def _kwarg(call: ast.Call, name: str):
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
     return None
 
 
-def _positional(call: cst.Call) -> list[cst.BaseExpression]:
-    return [a.value for a in call.args if a.keyword is None and not a.star]
+def _positional(call: ast.Call) -> list:
+    return [a for a in call.args if not isinstance(a, ast.Starred)]
 
 
-def _method(call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
+def _method(call: ast.Call):
     """``obj.name(...)`` -> (obj, name)."""
-    if isinstance(call.func, cst.Attribute):
-        return call.func.value, call.func.attr.value
+    if isinstance(call.func, ast.Attribute):
+        return call.func.value, call.func.attr
     return None
 
 
-def _is_contiguous_format(node: cst.BaseExpression | None) -> bool | None:
+def _is_contiguous_format(node) -> bool | None:
     """None: no memory_format given; True: torch.contiguous_format; False: another format."""
     if node is None:
         return None
@@ -223,35 +278,352 @@ def _is_contiguous_format(node: cst.BaseExpression | None) -> bool | None:
     return d.endswith("contiguous_format")
 
 
-def _ends_in_exit(block: cst.BaseSuite) -> bool:
-    body = block.body
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(s, (cst.Raise, cst.Return, cst.Continue, cst.Break)) for s in last.body)
-    if isinstance(block, cst.SimpleStatementSuite):
-        return any(isinstance(s, (cst.Raise, cst.Return, cst.Continue, cst.Break)) for s in body)
-    return False
+def _elements(node) -> list:
+    """Elements of a tuple/list/set display, a star's operand in place of the star (``Element.value``)."""
+    return [e.value if isinstance(e, ast.Starred) else e for e in node.elts]
 
 
-def _sub_index(node: cst.Subscript) -> cst.BaseExpression | None:
-    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-        return node.slice[0].slice.value
+def _plain_elements(node) -> list:
+    """Elements of a tuple/list display that are not starred (libcst's ``Element``)."""
+    return [e for e in node.elts if not isinstance(e, ast.Starred)]
+
+
+_SMALL = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+          ast.Continue, ast.Delete, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Assert) + (
+    (ast.TypeAlias,) if hasattr(ast, "TypeAlias") else ())
+_EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_STRINGS = (str, bytes)
+
+
+# ----------------------------------------------------------------------------- positions
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class _Source:
+    """libcst's positions and node texts, computed from ``ast`` positions and the source text.
+
+    Lines are split where Python splits them (``\\n``, ``\\r\\n``, ``\\r``); a column is a count of
+    characters (``ast`` counts UTF-8 bytes). Only the few nodes that become spans are converted.
+    """
+
+    def __init__(self, source: str, tree: ast.Module | None = None):
+        self.source = source
+        self.tree = tree
+        self._statements: list[tuple[int, int]] | None = None
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+        self._lines: list[str] | None = None
+
+    def line(self, n: int) -> str:
+        if self._lines is None:
+            src = self.source
+            self._lines = src.split("\n") if "\r" not in src else _NEWLINE.split(src)
+        lines = self._lines
+        return lines[n - 1] if 0 < n <= len(lines) else ""
+
+    def column(self, line: int, byte_col: int) -> int:
+        text = self.line(line)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def offsets(self, node) -> tuple[int, int]:
+        """Character offsets of the node's ``ast`` range in the source."""
+        starts = self.starts
+        return (starts[node.lineno - 1] + self.column(node.lineno, node.col_offset),
+                starts[node.end_lineno - 1] + self.column(node.end_lineno, node.end_col_offset))
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line of a source offset."""
+        return bisect.bisect_right(self.starts, offset)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """(1-based line, 0-based character column) of a source offset."""
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i]
+
+    # -- tokens around a range
+
+    def skip_forward(self, pos: int) -> int:
+        """The first offset at or after ``pos`` that is not whitespace, a comment or a line join."""
+        src, n = self.source, len(self.source)
+        while pos < n:
+            c = src[pos]
+            if c in " \t\f\r\n":
+                pos += 1
+            elif c == "\\" and pos + 1 < n and src[pos + 1] in "\r\n":
+                pos += 1
+            elif c == "#":
+                while pos < n and src[pos] not in "\r\n":
+                    pos += 1
+            else:
+                break
+        return pos
+
+    def skip_back(self, pos: int) -> int:
+        """The offset just after the last token that ends at or before ``pos``."""
+        src = self.source
+        p = pos - 1
+        while p >= 0:
+            c = src[p]
+            if c in " \t\f":
+                p -= 1
+            elif c in "\r\n":
+                p -= 1
+                if c == "\n" and p >= 0 and src[p] == "\r":
+                    p -= 1
+                # the line above may end in a comment
+                ls = max(src.rfind("\n", 0, p + 1), src.rfind("\r", 0, p + 1)) + 1
+                hash_at = _comment_start(src[ls : p + 1])
+                if hash_at >= 0:
+                    p = ls + hash_at - 1
+            elif c == "\\" and p + 1 < len(src) and src[p + 1] in "\r\n":
+                p -= 1
+            else:
+                break
+        return p + 1
+
+    def closing(self, at: int) -> int:
+        """The offset of the bracket that closes the one at ``at`` (-1 when none)."""
+        src, n = self.source, len(self.source)
+        depth = 0
+        i = at
+        while i < n:
+            c = src[i]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    return i
+            elif c == "#":
+                while i < n and src[i] not in "\r\n":
+                    i += 1
+                continue
+            elif c in "'\"":
+                i = _string_end(src, i)
+                continue
+            i += 1
+        return -1
+
+    def parenthesised(self, node) -> tuple[int, int] | None:
+        """(offset of ``(``, of ``)``) when the ``ast`` range of a tuple or generator expression
+        is enclosed in parentheses (``ast`` counts them in; libcst leaves them out)."""
+        s, e = self.offsets(node)
+        src = self.source
+        if e - s >= 2 and src[s] == "(" and src[e - 1] == ")" and self.closing(s) == e - 1:
+            return s, e - 1
+        return None
+
+    def bracketed(self, node) -> bool:
+        """Whether a tuple is written in its own parentheses (``x[(a, b)]`` and not ``x[a, b]``)."""
+        return self.parenthesised(node) is not None
+
+    def range_of(self, node) -> tuple[int, int]:
+        """Character offsets of libcst's range of ``node`` (its own parentheses left out)."""
+        if isinstance(node, (ast.Tuple, ast.GeneratorExp)):
+            paren = self.parenthesised(node)
+            if paren is not None:
+                start = self.skip_forward(paren[0] + 1)
+                end = self.skip_back(paren[1])
+                return start, max(start, end)
+        return self.offsets(node)
+
+    def span(self, node) -> Span:
+        s, e = self.range_of(node)
+        line, col = self.position(s)
+        end_line, end_col = self.position(e)
+        return Span(line, col + 1, end_line, end_col + 1)
+
+    def indentation(self, line: int) -> str:
+        """The indentation of the block whose statement holds ``line``: the leading whitespace of
+        the first line of the innermost statement around it."""
+        if self._statements is None:
+            self._statements = sorted(
+                (s.lineno, s.end_lineno or s.lineno) for s in ast.walk(self.tree) if isinstance(s, ast.stmt)
+            ) if self.tree is not None else []
+        first = 0
+        for a, b in self._statements:
+            if a > line:
+                break
+            if b >= line:
+                first = a
+        text = self.line(first) if first else ""
+        return text[: len(text) - len(text.lstrip(" \t\f"))]
+
+    def text(self, node, shared: tuple[int, int] | None = None) -> str:
+        """libcst's text of an expression: with its own parentheses when it has any, verbatim but
+        for the indentation ``indent`` of the enclosing block, which libcst leaves off the lines
+        that continue the expression (it re-generates the node alone); else its range with the
+        whitespace of several lines folded into single spaces.
+
+        ``shared`` is a pair of parentheses that belong to the parent (a call of one argument)."""
+        own = False
+        paren = None
+        if isinstance(node, (ast.Tuple, ast.GeneratorExp)):
+            paren = self.parenthesised(node)
+            if paren is not None and paren == shared:
+                paren = None  # `f(x for x in y)`: the call's parentheses
+        if paren is not None:
+            own = True
+            s, e = paren[0], paren[1] + 1
+        else:
+            s, e = self.offsets(node)
+        src, n = self.source, len(self.source)
+        while True:
+            p = self.skip_back(s) - 1
+            q = self.skip_forward(e)
+            if p < 0 or q >= n or src[p] != "(" or src[q] != ")" or (p, q) == shared or self.closing(p) != q:
+                break
+            s, e = p, q + 1
+            own = True
+        if own:
+            text = src[s:e]
+            if "\n" in text or "\r" in text:
+                indent = self.indentation(node.lineno)
+                if indent:
+                    text = _dedent_lines(text, indent)
+            return text.strip()
+        a, b = self.range_of(node)
+        line, _ = self.position(a)
+        end_line, _ = self.position(b)
+        return " ".join(src[a:b].split()) if end_line > line else src[a:b]
+
+    def call_parens(self, call: ast.Call) -> tuple[int, int] | None:
+        e = self.offsets(call)[1]
+        f_end = self.offsets(call.func)[1]
+        p = self.skip_forward(self.skip_back(f_end))
+        # the func's own closing parentheses come first: `(k[g])(x)`
+        while p < e and self.source[p] == ")":
+            p = self.skip_forward(p + 1)
+        if p < e and self.source[p] == "(" and self.source[e - 1] == ")":
+            return p, e - 1
+        return None
+
+    def single_string(self, node) -> bool:
+        """Whether a string constant is one literal (libcst's ``SimpleString``), not several
+        written side by side (``"a" "b"``, a ``ConcatenatedString``)."""
+        s, e = self.offsets(node)
+        i = s
+        src = self.source
+        while i < e and src[i] not in "'\"":
+            i += 1  # the prefix (r, b, u...)
+        return i < e and _string_end(src, i) >= e
+
+
+def _string_end(src: str, i: int) -> int:
+    """The offset after the string literal whose opening quote is at ``i``."""
+    q = src[i]
+    n = len(src)
+    if src.startswith(q * 3, i):
+        end = src.find(q * 3, i + 3)
+        while end > 0 and _escaped(src, end):
+            end = src.find(q * 3, end + 1)
+        return n if end < 0 else end + 3
+    j = i + 1
+    while j < n:
+        c = src[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == q or c in "\r\n":
+            return j + 1
+        j += 1
+    return n
+
+
+def _dedent_lines(text: str, indent: str) -> str:
+    """``text`` with ``indent`` taken off the start of every line after the first that begins with
+    it, outside string literals."""
+    out = []
+    i = last = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"":
+            i = _string_end(text, i)
+            continue
+        if c == "#":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+            continue
+        if c in "\r\n":
+            i += 2 if text.startswith("\r\n", i) else 1
+            if text.startswith(indent, i):
+                out.append(text[last:i])
+                i += len(indent)
+                last = i
+            continue
+        i += 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _escaped(src: str, at: int) -> bool:
+    k = at - 1
+    count = 0
+    while k >= 0 and src[k] == "\\":
+        count += 1
+        k -= 1
+    return count % 2 == 1
+
+
+def _comment_start(line: str) -> int:
+    """Index of the ``#`` that starts a comment on one line of code, -1 when none."""
+    if "#" not in line:
+        return -1
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == "#":
+            return i
+        if c in "'\"":
+            i = _string_end(line, i)
+            continue
+        i += 1
+    return -1
+
+
+def _subscript_elements(node: ast.Subscript, src: _Source) -> list:
+    """The elements of a subscript as libcst splits them: ``x[a, b:c]`` has two, ``x[(a, b)]`` one."""
+    s = node.slice
+    if isinstance(s, ast.Tuple) and not src.bracketed(s):
+        return [e.value if isinstance(e, ast.Starred) else e for e in s.elts]
+    return [s]
+
+
+def _sub_index(node: ast.Subscript, src: _Source):
+    """The index of ``x[i]`` (one element, not a slice), else None."""
+    elements = _subscript_elements(node, src)
+    if len(elements) == 1 and not isinstance(elements[0], ast.Slice):
+        return elements[0]
     return None
 
 
-def _stmts(block: cst.BaseSuite) -> list:
-    return list(block.body)
+def _suite_length(fn, src: _Source) -> int:
+    """The number of statements of a ``def`` body as libcst counts them: statements on one line
+    joined by ``;`` count once, except in a body written on the ``def``'s own line."""
+    body = fn.body
+    out = 1
+    for prev, cur in itertools.pairwise(body):
+        if not (isinstance(prev, _SMALL) and isinstance(cur, _SMALL) and prev.end_lineno == cur.lineno):
+            out += 1
+    if out == len(body):
+        return out
+    first = body[0]
+    if src.line(first.lineno).encode("utf-8")[: first.col_offset].strip():
+        return len(body)  # `def f(x): a; return b`: the body follows the colon, not indentation
+    return out
 
 
 # ----------------------------------------------------------------------------- the collector
 
 
 class _Collector:
-    def __init__(self, module: cst.Module, positions: Mapping, module_name: str | None, is_package: bool):
-        self.module = module
-        self.positions = positions
+    def __init__(self, source: str, module_name: str | None, is_package: bool, tree: ast.Module | None = None):
+        self.src = _Source(source, tree)
         self.module_name = module_name
         self.is_package = is_package
         self.info = LaunchInfo()
@@ -267,37 +639,21 @@ class _Collector:
         self.saved: dict[str | None, list] = {}  # class -> facts of ctx.save_for_backward(...) arguments
         self._returns: list | None = None  # while summarising a function: facts of its returns
         self.summaries: dict[str, _Tensor] = {}  # module function -> what every return of it is
-        self.source: str = ""
-        self.line_starts: list[int] | None = None
         self.hint_lines: list[int] | None = None  # lines holding `](` / `.run(`; None: look everywhere
-        self._stmt: cst.CSTNode | None = None  # the statement being walked (whose nodes get spans)
-        self._range_in = getattr(positions, "range_in", None)
-        self._lines_of = getattr(positions, "lines", None)
+        self._shared: tuple[int, int] | None = None  # the parentheses of the launch being read
+        self._fn: str | None = None
+        self._guarded = False
 
     # -- spans and text
 
-    def span(self, node: cst.CSTNode) -> Span:
-        try:
-            if self._range_in is not None:
-                # Positions of the statement being walked only (StatementPositions).
-                r = self._range_in(node, self._stmt)
-            else:
-                r = self.positions[node]
-        except (KeyError, TypeError):
-            return _NO_SPAN
-        return Span(r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+    def span(self, node) -> Span:
+        return self.src.span(node)
 
-    def text(self, node: cst.CSTNode) -> str:
-        d = dotted(node) if isinstance(node, cst.BaseExpression) else None
+    def text(self, node) -> str:
+        d = dotted(node)
         if d is not None:
             return d
-        sp = self.span(node)
-        if sp is not _NO_SPAN and self.line_starts is not None and not getattr(node, "lpar", None):
-            # Slicing the source is far cheaper than libcst's code generation.
-            a = self.line_starts[sp.line - 1] + sp.column - 1
-            b = self.line_starts[sp.end_line - 1] + sp.end_column - 1
-            return " ".join(self.source[a:b].split()) if sp.end_line > sp.line else self.source[a:b]
-        return self.module.code_for_node(node).strip()
+        return self.src.text(node, self._shared)
 
     # -- imports and module-level aliases
 
@@ -315,34 +671,25 @@ class _Collector:
         base = package[: len(package) - (relative - 1)] if relative > 1 else package
         return ".".join([*base, name] if name else base)
 
-    def add_import(self, stmt: cst.CSTNode) -> None:
+    def add_import(self, stmt) -> None:
         imports = self.info.imports
-        if isinstance(stmt, cst.Import):
+        if isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                full = dotted(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    imports[alias.asname.name.value] = full
+                if alias.asname is not None:
+                    imports[alias.asname] = alias.name
                 else:
-                    head = full.split(".")[0]
+                    head = alias.name.split(".")[0]
                     imports.setdefault(head, head)
-        elif isinstance(stmt, cst.ImportFrom):
-            if isinstance(stmt.names, cst.ImportStar):
+        elif isinstance(stmt, ast.ImportFrom):
+            if any(a.name == "*" for a in stmt.names):
                 return
-            mod = dotted(stmt.module) if stmt.module is not None else ""
-            base = self._resolve_relative(len(stmt.relative), mod or "")
+            base = self._resolve_relative(stmt.level or 0, stmt.module or "")
             for alias in stmt.names:
-                name = dotted(alias.name)
-                if name is None:
-                    continue
-                local = name
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    local = alias.asname.name.value
-                full = f"{base}.{name}" if base and not base.endswith(".") else f"{base}{name}"
+                local = alias.asname if alias.asname is not None else alias.name
+                full = f"{base}.{alias.name}" if base and not base.endswith(".") else f"{base}{alias.name}"
                 imports[local] = full
 
-    def add_alias(self, target: str, value: cst.BaseExpression) -> None:
+    def add_alias(self, target: str, value) -> None:
         held = self._held_kernel(value)
         if held is None or held == target:
             return
@@ -356,40 +703,36 @@ class _Collector:
         self.info.kernel_aliases[target] = held
 
     @staticmethod
-    def _held_kernel(value: cst.BaseExpression) -> str | None:
+    def _held_kernel(value) -> str | None:
         """``_k`` for ``_k``, ``triton.jit(_k)``, ``triton.autotune(...)(_k)``, ``jit(**kw)(_k)``."""
         d = dotted(value)
         if d is not None:
             return d
-        if isinstance(value, cst.Call):
+        if isinstance(value, ast.Call):
             pos = _positional(value)
-            if len(pos) == 1 and len(value.args) == 1:
+            if len(pos) == 1 and _nargs(value) == 1:
                 func = value.func
-                name = dotted(func.func) if isinstance(func, cst.Call) else dotted(func)
+                name = dotted(func.func) if isinstance(func, ast.Call) else dotted(func)
                 if name and name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
                     return dotted(pos[0])
         return None
 
     def module_level(self, body) -> None:
         for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, (cst.Import, cst.ImportFrom)):
-                        self.add_import(small)
-                    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-                        t = small.targets[0].target
-                        if isinstance(t, cst.Name):
-                            self.add_alias(t.value, small.value)
-            elif isinstance(stmt, (cst.If, cst.Try)):
-                self.module_level(_stmts(stmt.body))
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.add_import(stmt)
+            elif isinstance(stmt, ast.Assign):
+                if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    self.add_alias(stmt.targets[0].id, stmt.value)
+            elif isinstance(stmt, ast.If):
+                self.module_level(stmt.body)
+                self.module_level(stmt.orelse)  # an `elif` is an If there, as libcst's orelse If
+            elif isinstance(stmt, ast.Try):
+                self.module_level(stmt.body)
                 other = []
-                if isinstance(stmt, cst.If) and stmt.orelse is not None:
-                    other = [stmt.orelse] if isinstance(stmt.orelse, cst.If) else _stmts(stmt.orelse.body)
-                elif isinstance(stmt, cst.Try):
-                    for h in stmt.handlers:
-                        other.extend(_stmts(h.body))
-                    if stmt.orelse is not None:
-                        other.extend(_stmts(stmt.orelse.body))
+                for h in stmt.handlers:
+                    other.extend(h.body)
+                other.extend(stmt.orelse)
                 self.module_level(other)
 
     # -- functions
@@ -400,49 +743,45 @@ class _Collector:
         one is an allocation; ``dim_compress`` returning ``x.permute(...).contiguous()``). Only small
         functions, so that this stays cheap."""
         for stmt in body:
-            if not isinstance(stmt, cst.FunctionDef) or len(stmt.body.body) > 12:
+            if not isinstance(stmt, _DEFS) or len(stmt.body) > 12 and _suite_length(stmt, self.src) > 12:
                 continue
             self._returns = []
-            self._fn, self._guarded = stmt.name.value, False
-            exits = self.block(_stmts(stmt.body), _State(), False)
+            self._fn, self._guarded = stmt.name, False
+            exits = self.block(stmt.body, _State(), False)
             returns, self._returns = self._returns, None
             if returns and exits and all(r is not None and r.contiguous for r in returns):
                 fresh = all(r.fresh for r in returns)
-                self.summaries[stmt.name.value] = _Tensor(contiguous=True, fresh=fresh)
+                self.summaries[stmt.name] = _Tensor(contiguous=True, fresh=fresh)
 
     def functions(self, body, scan: bool) -> None:
         """Walk defs (top level, in classes, nested) and analyse those that may hold a launch."""
         for stmt in body:
-            if isinstance(stmt, cst.FunctionDef):
+            if isinstance(stmt, _DEFS):
                 self.function(stmt, scan)
-            elif isinstance(stmt, cst.ClassDef):
-                saved_class, self._class = self._class, stmt.name.value
-                self.functions(_stmts(stmt.body), scan)
+            elif isinstance(stmt, ast.ClassDef):
+                saved_class, self._class = self._class, stmt.name
+                self.functions(stmt.body, scan)
                 self._class = saved_class
-            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                self.functions(_stmts(stmt.body), scan)
+            elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.AsyncWith)):
+                self.functions(stmt.body, scan)
 
-    def function(self, fn: cst.FunctionDef, scan: bool) -> None:
+    def function(self, fn, scan: bool) -> None:
         if not scan:
             return
-        for d in fn.decorators:
-            name = dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or ""
-            if name.split(".")[-1] in ("jit", "autotune", "heuristics"):
-                return  # a kernel: launches nothing
+        decorators = [
+            (dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1] for d in fn.decorator_list
+        ]
+        if any(name in ("jit", "autotune", "heuristics") for name in decorators):
+            return  # a kernel: launches nothing
         lines = self.call_lines if self.collecting else self.hint_lines
         if lines is not None:
-            sp = self.span(fn)
-            if sp is not _NO_SPAN and not _any_between(lines, sp.line, sp.end_line):
+            if not _any_between(lines, fn.lineno, fn.end_lineno):
                 if not self.collecting:
-                    self._self_aliases(_stmts(fn.body))
+                    self._self_aliases(fn.body)
                 return
             if self.collecting:
-                self._callers.add(fn.name.value)
-        decorators = [
-            (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "").split(".")[-1]
-            for d in fn.decorators
-        ]
-        self._fn = fn.name.value
+                self._callers.add(fn.name)
+        self._fn = fn.name
         self._guarded = "stride_guard" in decorators
         state = _State()
         params = _param_names(fn)
@@ -451,136 +790,115 @@ class _Collector:
             # `@ensure_contiguous`): the parameters are contiguous at entry.
             for name in params:
                 state.tensors[name] = _Tensor(contiguous=True, family=name)
-        for name, facts in self.entry.get(fn.name.value, {}).items():
+        for name, facts in self.entry.get(fn.name, {}).items():
             state.tensors[name] = facts
-        self.block(_stmts(fn.body), state, scan and not self.collecting)
+        self.block(fn.body, state, scan and not self.collecting)
 
-    def may_launch(self, node: cst.CSTNode) -> bool:
-        """Whether ``node``'s lines hold a ``](`` or ``.run(`` (a dictionary lookup on positions)."""
+    def may_launch(self, node) -> bool:
+        """Whether ``node``'s lines hold a ``](`` or ``.run(`` (a bisection on sorted lines)."""
         if self.hint_lines is None:
             return True
-        first_last = self._lines_of(node) if self._lines_of is not None else None
-        if first_last is None:
-            sp = self.span(node)
-            if sp is _NO_SPAN:
-                return True
-            first_last = (sp.line, sp.end_line)
-        lines = self.hint_lines
-        i = bisect.bisect_left(lines, first_last[0])
-        return i < len(lines) and lines[i] <= first_last[1]
+        return _any_between(self.hint_lines, node.lineno, node.end_lineno)
 
     def _self_aliases(self, stmts) -> None:
         """``self.kernel = _kernel`` in a method without launches (``__init__``)."""
         for stmt in stmts:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                        d = dotted(small.targets[0].target)
-                        if d is not None and d.startswith("self."):
-                            self.add_alias(d, small.value)
-            elif isinstance(stmt, (cst.If, cst.With)):
-                self._self_aliases(_stmts(stmt.body))
+            if isinstance(stmt, ast.Assign):
+                if len(stmt.targets) == 1:
+                    d = dotted(stmt.targets[0])
+                    if d is not None and d.startswith("self."):
+                        self.add_alias(d, stmt.value)
+            elif isinstance(stmt, (ast.If, ast.With, ast.AsyncWith)):
+                self._self_aliases(stmt.body)
 
     def block(self, stmts, state: _State, scan: bool) -> bool:
         """Walk statements in order, updating ``state``; True when the block always exits."""
         for stmt in stmts:
-            if not isinstance(stmt, cst.BaseSmallStatement):
-                self._stmt = stmt
-            if isinstance(stmt, cst.BaseSmallStatement):
-                # the body of `if x: raise ...` written on one line
-                self.small(stmt, state, scan)
-                if isinstance(stmt, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+            if isinstance(stmt, _SMALL):
+                self.small(stmt, state, scan and self.may_launch(stmt))
+                if isinstance(stmt, _EXITS):
                     return True
-            elif isinstance(stmt, cst.SimpleStatementLine):
-                line_scan = scan and self.may_launch(stmt)
-                for small in stmt.body:
-                    self.small(small, state, line_scan)
-                    if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
-                        return True
-            elif isinstance(stmt, cst.If):
+            elif isinstance(stmt, ast.If):
                 self.if_(stmt, state, scan)
-            elif isinstance(stmt, (cst.For, cst.While)):
-                if isinstance(stmt, cst.For):
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                if isinstance(stmt, ast.While):
+                    if scan:
+                        self.find_launches(stmt.test, state)
+                else:
                     for name in _target_names(stmt.target):
                         state.kill(name)
                     if scan:
                         self.find_launches(stmt.iter, state)
-                elif scan:
-                    self.find_launches(stmt.test, state)
                 inner = state.copy()
-                self.block(_stmts(stmt.body), inner, scan)
+                self.block(stmt.body, inner, scan)
                 merged = _State.meet([state, inner])
                 _assign_state(state, merged)
-                if stmt.orelse is not None:
-                    self.block(_stmts(stmt.orelse.body), state, scan)
-            elif isinstance(stmt, cst.With):
+                if stmt.orelse:
+                    self.block(stmt.orelse, state, scan)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
                 for item in stmt.items:
                     if scan:
-                        self.find_launches(item.item, state)
-                    if item.asname is not None:
-                        for name in _target_names(item.asname.name):
+                        self.find_launches(item.context_expr, state)
+                    if item.optional_vars is not None:
+                        for name in _target_names(item.optional_vars):
                             state.kill(name)
-                if self.block(_stmts(stmt.body), state, scan):
+                if self.block(stmt.body, state, scan):
                     return True
-            elif isinstance(stmt, cst.Try):
-                self.block(_stmts(stmt.body), state, scan)
+            elif isinstance(stmt, ast.Try):
+                self.block(stmt.body, state, scan)
                 for h in stmt.handlers:
-                    self.block(_stmts(h.body), state.copy(), scan)
-                if stmt.orelse is not None:
-                    self.block(_stmts(stmt.orelse.body), state, scan)
-                if stmt.finalbody is not None:
-                    self.block(_stmts(stmt.finalbody.body), state, scan)
-            elif isinstance(stmt, cst.FunctionDef):
+                    self.block(h.body, state.copy(), scan)
+                if stmt.orelse:
+                    self.block(stmt.orelse, state, scan)
+                if stmt.finalbody:
+                    self.block(stmt.finalbody, state, scan)
+            elif isinstance(stmt, _DEFS):
                 saved = (self._fn, self._guarded)
                 self.function(stmt, scan)
                 self._fn, self._guarded = saved
-                state.kill(stmt.name.value)
-            elif isinstance(stmt, cst.ClassDef):
-                self.functions(_stmts(stmt.body), scan)
+                state.kill(stmt.name)
+            elif isinstance(stmt, ast.ClassDef):
+                self.functions(stmt.body, scan)
         return False
 
-    def if_(self, stmt: cst.If, state: _State, scan: bool) -> None:
-        self._stmt = stmt
+    def if_(self, stmt: ast.If, state: _State, scan: bool) -> None:
         if scan:
             self.find_launches(stmt.test, state)
         then_state = state.copy()
         self.assume(stmt.test, then_state, truth=True)
-        then_exits = self.block(_stmts(stmt.body), then_state, scan)
+        then_exits = self.block(stmt.body, then_state, scan)
         else_state = state.copy()
         self.assume(stmt.test, else_state, truth=False)
         if then_exits:
             # `if <bad>: raise`: what follows runs only when the test was false.
-            self._stmt = stmt
             self.record_checks(stmt.test, else_state)
-        else_exits = False
-        if isinstance(stmt.orelse, cst.If):
-            self.if_(stmt.orelse, else_state, scan)
-        elif isinstance(stmt.orelse, cst.Else):
-            else_exits = self.block(_stmts(stmt.orelse.body), else_state, scan)
+        # An `elif` (an If alone in orelse) never counts as exiting, as an `else:` holding only an
+        # `if` does not: neither ends the block as a whole.
+        else_exits = self.block(stmt.orelse, else_state, scan) if stmt.orelse else False
         live = [s for s, ex in ((then_state, then_exits), (else_state, else_exits)) if not ex]
         _assign_state(state, _State.meet(live) if live else state)
 
-    def assume(self, test: cst.BaseExpression, state: _State, truth: bool) -> None:
+    def assume(self, test, state: _State, truth: bool) -> None:
         """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()`` and its negation)."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            self.assume(test.expression, state, not truth)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            self.assume(test.operand, state, not truth)
             return
-        if isinstance(test, cst.BooleanOperation):
-            if truth and isinstance(test.operator, cst.And) or not truth and isinstance(test.operator, cst.Or):
-                self.assume(test.left, state, truth)
-                self.assume(test.right, state, truth)
+        if isinstance(test, ast.BoolOp):
+            if truth and isinstance(test.op, ast.And) or not truth and isinstance(test.op, ast.Or):
+                for v in test.values:
+                    self.assume(v, state, truth)
             return
-        if truth and isinstance(test, cst.Call):
+        if truth and isinstance(test, ast.Call):
             m = _method(test)
-            if m is not None and m[1] == "is_contiguous" and not test.args:
+            if m is not None and m[1] == "is_contiguous" and not _nargs(test):
                 name = dotted(m[0])
                 if name is not None:
                     old = state.tensors.get(name, _Tensor(family=name))
                     state.tensors[name] = replace(old, contiguous=True)
 
-    def record_checks(self, test: cst.BaseExpression, state: _State) -> None:
+    def record_checks(self, test, state: _State) -> None:
         for comp in _comparisons(test):
-            sides = [comp.left, *(t.comparator for t in comp.comparisons)]
+            sides = [comp.left, *comp.comparators]
             refs = [self.size_ref(s, state) for s in sides]
             for i, ref in enumerate(refs):
                 if ref is None:
@@ -591,9 +909,9 @@ class _Collector:
                 state.checks[(tensor, dim, check.against, check.span)] = check
                 state.vetted[tensor] = _ANY
 
-    def size_ref(self, node: cst.BaseExpression, state: _State) -> tuple[str, int | None] | None:
+    def size_ref(self, node, state: _State) -> tuple[str, int | None] | None:
         """(tensor, dim) when ``node`` is a tensor's extent (``t.size(-1)``, ``t.shape``)."""
-        if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
             name = self.tensor_name(node.value)
             return (name, None) if name else None
         o = self.origin(node, state)
@@ -603,11 +921,11 @@ class _Collector:
 
     # -- statements
 
-    def small(self, small: cst.CSTNode, state: _State, scan: bool) -> None:
-        if isinstance(small, (cst.Import, cst.ImportFrom)):
+    def small(self, small, state: _State, scan: bool) -> None:
+        if isinstance(small, (ast.Import, ast.ImportFrom)):
             self.add_import(small)
             return
-        if isinstance(small, cst.Assert):
+        if isinstance(small, ast.Assert):
             self.assume(small.test, state, truth=True)
             self.record_checks(small.test, state)
             return
@@ -615,36 +933,37 @@ class _Collector:
             self.find_launches(small, state)
         if self.collecting:
             value = getattr(small, "value", None)
-            if isinstance(value, cst.Call):
+            if isinstance(value, ast.Call):
                 self.record_call(value, state)
-        if isinstance(small, cst.Return) and self._returns is not None:
+        if isinstance(small, ast.Return) and self._returns is not None:
             self._returns.append(self.tensor_facts(small.value, state) if small.value is not None else None)
-        if isinstance(small, cst.Assign):
+        if isinstance(small, ast.Assign):
             value = small.value
             for target in small.targets:
-                self.assign(target.target, value, state)
-        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                self.assign(target, value, state)
+        elif isinstance(small, ast.AnnAssign) and small.value is not None:
             self.assign(small.target, small.value, state)
-        elif isinstance(small, cst.AugAssign):
+        elif isinstance(small, ast.AugAssign):
             for name in _target_names(small.target):
                 if name in state.tensors and name not in state.ints:
                     continue  # `dh0 += ...` on a tensor works in place: same storage, same layout
                 state.kill(name)
-        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        elif isinstance(small, ast.Expr) and isinstance(small.value, ast.Call):
             call = small.value
             # torch._check(t.is_contiguous()) / torch._check(cond, msg)
-            if (dotted(call.func) or "").endswith("_check") and call.args:
-                self.assume(call.args[0].value, state, truth=True)
-                self.record_checks(call.args[0].value, state)
+            if (dotted(call.func) or "").endswith("_check") and _nargs(call):
+                first = _first_arg(call)
+                self.assume(first, state, truth=True)
+                self.record_checks(first, state)
 
-    def record_call(self, call: cst.Call, state: _State) -> None:
+    def record_call(self, call: ast.Call, state: _State) -> None:
         """Facts of the tensors a module function is called with; ``ctx.save_for_backward(...)``."""
         fname = dotted(call.func)
         if fname is None:
             return
         if fname.endswith(".save_for_backward"):
             self.saved[self._class] = [
-                None if a.star else self.tensor_facts(a.value, state) for a in call.args
+                None if a.star else self.tensor_facts(a.value, state) for a in _args(call)
             ]
             return
         params = self.signatures.get(fname)
@@ -652,11 +971,11 @@ class _Collector:
             return
         sites = self.call_facts.setdefault(fname, {})
         bound: dict[str, _Tensor | None] = {}
-        for i, a in enumerate(call.args):
+        for i, a in enumerate(_args(call)):
             if a.star:
                 return  # positions unknown
             if a.keyword is not None:
-                bound[a.keyword.value] = self.tensor_facts(a.value, state)
+                bound[a.keyword] = self.tensor_facts(a.value, state)
             elif i < len(params):
                 bound[params[i]] = self.tensor_facts(a.value, state)
         for p in params:
@@ -671,28 +990,28 @@ class _Collector:
                     entry.setdefault(fname, {})[p] = _Tensor(contiguous=True, family=p)
         return entry
 
-    def assign(self, target: cst.BaseExpression, value: cst.BaseExpression, state: _State) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+    def assign(self, target, value, state: _State) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, value, state)
             return
-        if isinstance(target, cst.Attribute):
+        if isinstance(target, ast.Attribute):
             d = dotted(target)
             if d is not None and d.startswith("self."):
                 self.add_alias(d, value)
             return
-        if not isinstance(target, cst.Name):
+        if not isinstance(target, ast.Name):
             return
-        name = target.value
+        name = target.id
         facts = self.tensor_facts(value, state)
         origin = self.origin(value, state)
-        seq = value if isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Lambda)) else None
-        if isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] in ("dict", "TensorDescriptor"):
+        seq = value if isinstance(value, (ast.Tuple, ast.List, ast.Dict, ast.Lambda)) else None
+        if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] in ("dict", "TensorDescriptor"):
             seq = value
         held = self._held_kernel(value)
-        src = value.value if isinstance(value, cst.Name) and not _is_none(value) else None
+        src = _name(value) if not _is_none(value) else None
         src_vetted = state.vetted.get(src, frozenset()) if src else None
         state.kill(name)
-        if facts is None and isinstance(value, cst.Call) and origin.kind is OriginKind.OTHER:
+        if facts is None and isinstance(value, ast.Call) and origin.kind is OriginKind.OTHER:
             facts = _Tensor(family=name, opaque=True)
         if _is_none(value):
             # `dz = None` on the other arm of an allocation: None reaches no address, so it
@@ -708,7 +1027,7 @@ class _Collector:
         if src is not None and src != name and src not in state.ints:
             fam = self.family(src, state)
             state.vetted[name] = _ANY if src_vetted == _ANY else src_vetted | {src, fam}
-        elif isinstance(value, cst.Call) and (m := _method(value)) is not None and m[1] in _SAME_EXTENT_VIEWS:
+        elif isinstance(value, ast.Call) and (m := _method(value)) is not None and m[1] in _SAME_EXTENT_VIEWS:
             # `y_view = y.view(-1, N)` of an allocated (or checked) y covers what y covers.
             base = dotted(m[0])
             if base is not None and state.vetted.get(base) == _ANY:
@@ -722,17 +1041,16 @@ class _Collector:
             state.aliases[name] = state.aliases.get(held, held)
 
     def unpack(self, target, value, state: _State) -> None:
-        elements = target.elements
-        names = [e.value for e in elements]
-        for n in names:
-            for k in _target_names(n):
+        elements = target.elts
+        for e in elements:
+            for k in _target_names(e):
                 state.kill(k)
         # n, v = logits.shape / logits.size() / logits.stride()
         kind = None
         base = None
-        if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
             kind, base = OriginKind.SHAPE, value.value
-        elif isinstance(value, cst.Call) and not value.args:
+        elif isinstance(value, ast.Call) and not _nargs(value):
             m = _method(value)
             if m is not None and m[1] in ("size", "stride"):
                 kind = OriginKind.SHAPE if m[1] == "size" else OriginKind.STRIDE
@@ -741,37 +1059,37 @@ class _Collector:
             tensor = self.tensor_name(base)
             if tensor is None:
                 return
-            starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+            starred = [i for i, e in enumerate(elements) if isinstance(e, ast.Starred)]
             ndim = None if starred else len(elements)
             for i, e in enumerate(elements):
-                if isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name):
+                if isinstance(e, ast.Starred) or not isinstance(e, ast.Name):
                     continue
                 dim = i if not starred or i < starred[0] else i - len(elements)
-                state.ints[e.value.value] = ArgOrigin(
+                state.ints[e.id] = ArgOrigin(
                     kind, f"{tensor}.{'stride' if kind is OriginKind.STRIDE else 'size'}({dim})",
                     _NO_SPAN, tensor=tensor, dim=dim, ndim=ndim,
                 )
             return
-        if isinstance(value, cst.Attribute) and value.attr.value == "saved_tensors":
+        if isinstance(value, ast.Attribute) and value.attr == "saved_tensors":
             saved = self.saved.get(self._class)
             if saved is not None and len(saved) == len(elements):
                 for e, facts in zip(elements, saved):
-                    if isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and facts is not None:
-                        state.tensors[e.value.value] = replace(facts, family=e.value.value, like_of=None)
+                    if isinstance(e, ast.Name) and facts is not None:
+                        state.tensors[e.id] = replace(facts, family=e.id, like_of=None)
             return
-        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
-            if any(isinstance(e, cst.StarredElement) for e in (*elements, *value.elements)):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements):
+            if any(isinstance(e, ast.Starred) for e in (*elements, *value.elts)):
                 return
-            for t, v in zip(elements, value.elements):
-                self.assign(t.value, v.value, state)
+            for t, v in zip(elements, value.elts):
+                self.assign(t, v, state)
 
     # -- expressions
 
-    def tensor_name(self, node: cst.BaseExpression) -> str | None:
+    def tensor_name(self, node) -> str | None:
         d = dotted(node)
         if d is not None:
             return d
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             m = _method(node)
             if m is not None and m[1] == "contiguous":
                 return self.tensor_name(m[0])
@@ -781,21 +1099,24 @@ class _Collector:
         t = state.tensors.get(name)
         return t.family if t is not None and t.family else name
 
-    def tensor_facts(self, node: cst.BaseExpression, state: _State) -> _Tensor | None:
+    def tensor_facts(self, node, state: _State) -> _Tensor | None:
         """What a tensor-valued expression is, or None when it is nothing known."""
-        if isinstance(node, cst.Name):
-            return state.tensors.get(node.value)
-        if isinstance(node, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in node.slice):
-            # `logits[:, :vocab]`, `x[..., 1:]`: a slice view made right here.
-            base = self.tensor_name(node.value)
-            if base is not None and not (dotted(node.value) or "").endswith(("shape", "stride")):
-                inner = [e for e in node.slice[1:] if isinstance(e.slice, cst.Slice)]
-                return _Tensor(family=self.family(base, state), view=bool(inner))
-        if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT", "H", "mH"):
+        name = _name(node)
+        if name is not None:
+            return state.tensors.get(name)
+        if isinstance(node, ast.Subscript):
+            elements = _subscript_elements(node, self.src)
+            if any(isinstance(e, ast.Slice) for e in elements):
+                # `logits[:, :vocab]`, `x[..., 1:]`: a slice view made right here.
+                base = self.tensor_name(node.value)
+                if base is not None and not (dotted(node.value) or "").endswith(("shape", "stride")):
+                    inner = [e for e in elements[1:] if isinstance(e, ast.Slice)]
+                    return _Tensor(family=self.family(base, state), view=bool(inner))
+        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
             base = self.tensor_name(node.value)
             if base is not None:
                 return _Tensor(family=self.family(base, state), view=True)
-        if isinstance(node, cst.IfExp):
+        if isinstance(node, ast.IfExp):
             # `x if x.is_contiguous() else x.contiguous()`
             body_state = state.copy()
             self.assume(node.test, body_state, truth=True)
@@ -811,7 +1132,7 @@ class _Collector:
             if a is not None and b is not None and a.contiguous and b.contiguous:
                 return _Tensor(contiguous=True, fresh=a.fresh and b.fresh, family=a.family or b.family)
             return None
-        if not isinstance(node, cst.Call):
+        if not isinstance(node, ast.Call):
             return None
         fname = dotted(node.func) or ""
         if fname in self.summaries:
@@ -829,10 +1150,10 @@ class _Collector:
         if last == "empty_strided":
             return _Tensor(fresh=True)
         if last in _LIKE or (last == "clone" and m is not None):
-            src_node = m[0] if last == "clone" else (node.args[0].value if node.args else None)
+            src_node = m[0] if last == "clone" else (_first_arg(node) if _nargs(node) else None)
             src = self.tensor_name(src_node) if src_node is not None else None
             src_facts = self.tensor_facts(src_node, state) if src_node is not None else None
-            if isinstance(src_node, cst.Call) and _method(src_node) and _method(src_node)[1] == "contiguous":
+            if isinstance(src_node, ast.Call) and _method(src_node) and _method(src_node)[1] == "contiguous":
                 src_facts = _Tensor(contiguous=True)
             contiguous = fmt is True or (fmt is None and src_facts is not None and src_facts.contiguous)
             return _Tensor(contiguous=contiguous, fresh=True, like_of=src)
@@ -849,35 +1170,36 @@ class _Collector:
                 return _Tensor(family=fam, view=meth in _STRIDED_VIEWS)
         return None
 
-    def origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
+    def origin(self, node, state: _State) -> ArgOrigin:
         """What one expression is, as far as the launcher shows (span/text filled by the caller)."""
         lit = _int_literal(node)
         if lit is not None:
             return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=lit)
-        if isinstance(node, cst.Name):
-            known = state.ints.get(node.value)
+        name = _name(node)
+        if name is not None:
+            known = state.ints.get(name)
             if known is not None:
                 return known
-            seq = state.seqs.get(node.value)
-            if isinstance(seq, cst.Call):
+            seq = state.seqs.get(name)
+            if isinstance(seq, ast.Call):
                 desc = self.host_descriptor(seq, state)
                 if desc is not None:
                     return desc
-            facts = state.tensors.get(node.value)
-            return self._tensor_origin(node.value, facts, state)
-        if isinstance(node, cst.Call):
+            facts = state.tensors.get(name)
+            return self._tensor_origin(name, facts, state)
+        if isinstance(node, ast.Call):
             desc = self.host_descriptor(node, state)
             if desc is not None:
                 return desc
-        if isinstance(node, cst.Subscript):
-            idx = _sub_index(node)
+        if isinstance(node, ast.Subscript):
+            idx = _sub_index(node, self.src)
             i = _int_literal(idx) if idx is not None else None
             base = node.value
-            if isinstance(base, cst.Attribute) and base.attr.value == "shape":
+            if isinstance(base, ast.Attribute) and base.attr == "shape":
                 t = self.tensor_name(base.value)
                 if t is not None:
                     return ArgOrigin(OriginKind.SHAPE, "", _NO_SPAN, tensor=t, dim=i)
-            if isinstance(base, cst.Call) and not base.args and i is not None:
+            if isinstance(base, ast.Call) and not _nargs(base) and i is not None:
                 m = _method(base)
                 if m is not None and m[1] in ("size", "stride"):
                     t = self.tensor_name(m[0])
@@ -887,13 +1209,13 @@ class _Collector:
             d = dotted(base)
             if d is not None and d in state.seqs and i is not None and d not in self._resolving:
                 seq = state.seqs[d]
-                if isinstance(seq, (cst.Tuple, cst.List)) and -len(seq.elements) <= i < len(seq.elements):
-                    el = seq.elements[i]
-                    if isinstance(el, cst.Element):
+                if isinstance(seq, (ast.Tuple, ast.List)) and -len(seq.elts) <= i < len(seq.elts):
+                    el = seq.elts[i]
+                    if not isinstance(el, ast.Starred):
                         # `grid = (grid[0] * M,)` refers to an older `grid`: never resolve a name in itself.
                         self._resolving.add(d)
                         try:
-                            return self.origin(el.value, state)
+                            return self.origin(el, state)
                         finally:
                             self._resolving.discard(d)
             facts = self.tensor_facts(node, state)
@@ -901,13 +1223,13 @@ class _Collector:
                 return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=self.tensor_name(node.value),
                                  family=facts.family, strided_view=facts.view)
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             m = _method(node)
             fname = dotted(node.func) or ""
             if m is not None:
                 base, meth = m
                 pos = _positional(node)
-                if meth in ("size", "stride", "numel", "nelement", "dim") and len(node.args) <= 1:
+                if meth in ("size", "stride", "numel", "nelement", "dim") and _nargs(node) <= 1:
                     t = self.tensor_name(base)
                     if t is not None:
                         if meth in ("numel", "nelement"):
@@ -917,11 +1239,12 @@ class _Collector:
                         if len(pos) == 1:
                             kind = OriginKind.SHAPE if meth == "size" else OriginKind.STRIDE
                             return ArgOrigin(kind, "", _NO_SPAN, tensor=t, dim=_int_literal(pos[0]))
-            if fname in ("int", "len") and len(node.args) == 1:
-                inner = self.origin(node.args[0].value, state)
+            if fname in ("int", "len") and _nargs(node) == 1:
+                first = _first_arg(node)
+                inner = self.origin(first, state)
                 if fname == "int":
                     return inner
-                t = self.tensor_name(node.args[0].value)
+                t = self.tensor_name(first)
                 if t is not None:
                     return ArgOrigin(OriginKind.SHAPE, "", _NO_SPAN, tensor=t, dim=0)
                 return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
@@ -934,7 +1257,7 @@ class _Collector:
                                  contiguous=facts.contiguous, fresh=facts.fresh,
                                  family=facts.family or name, like_of=facts.like_of, strided_view=facts.view)
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             left = self.origin(node.left, state)
             right = self.origin(node.right, state)
             kinds = {left.kind, right.kind}
@@ -947,8 +1270,8 @@ class _Collector:
                     return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=left.literal * right.literal)
                 return ArgOrigin(OriginKind.PRODUCT, "", _NO_SPAN, factors=(left, right))
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in ("T", "mT"):
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("T", "mT"):
                 facts = self.tensor_facts(node, state)
                 if facts is not None:
                     return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=self.tensor_name(node.value),
@@ -958,7 +1281,7 @@ class _Collector:
                 return self._tensor_origin(d, state.tensors.get(d), state)
         return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
 
-    def host_descriptor(self, call: cst.Call, state: _State) -> ArgOrigin | None:
+    def host_descriptor(self, call: ast.Call, state: _State) -> ArgOrigin | None:
         """``TensorDescriptor(t, shape, strides, block_shape)``: the base tensor, with its strides."""
         fname = dotted(call.func) or ""
         if fname.split(".")[-1] != "TensorDescriptor":
@@ -968,13 +1291,11 @@ class _Collector:
         if strides is None and len(pos) >= 3:
             strides = pos[2]
         base = _kwarg(call, "base") or (pos[0] if pos else None)
-        if not isinstance(strides, (cst.List, cst.Tuple)) or base is None:
+        if not isinstance(strides, (ast.List, ast.Tuple)) or base is None:
             return None
         name = self.tensor_name(base)
         facts = self.tensor_facts(base, state)
-        elements = tuple(
-            self.arg_origin(e.value, state) for e in strides.elements if isinstance(e, cst.Element)
-        )
+        elements = tuple(self.arg_origin(e, state) for e in _plain_elements(strides))
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name,
                          contiguous=bool(facts and facts.contiguous), fresh=bool(facts and facts.fresh),
                          descriptor_strides=elements)
@@ -987,7 +1308,7 @@ class _Collector:
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view)
 
-    def arg_origin(self, node: cst.BaseExpression, state: _State) -> ArgOrigin:
+    def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
         extra = {}
         if o.kind in (OriginKind.SHAPE, OriginKind.STRIDE, OriginKind.NUMEL) and o.tensor is not None:
@@ -1000,103 +1321,128 @@ class _Collector:
 
     # -- launches
 
-    def find_launches(self, node: cst.CSTNode, state: _State) -> None:
+    def find_launches(self, node, state: _State) -> None:
         """Every launch call inside one statement or expression (lambdas and defs excluded)."""
         stack = [node]
         while stack:
             n = stack.pop()
-            if isinstance(n, cst.Call):
+            if isinstance(n, ast.Call):
                 self.maybe_launch(n, state)
                 stack.append(n.func)
-                stack.extend(a.value for a in n.args)
-            elif isinstance(n, (cst.Name, cst.BaseNumber, cst.BaseString, cst.Lambda)):
+                stack.extend(a.value for a in _args(n))
+            elif isinstance(n, (ast.Name, ast.Constant, ast.Lambda, ast.JoinedStr)):
                 continue
-            elif isinstance(n, cst.Attribute):
+            elif isinstance(n, ast.Attribute):
                 stack.append(n.value)
-            elif isinstance(n, cst.Subscript):
+            elif isinstance(n, ast.Subscript):
                 stack.append(n.value)
-                stack.extend(e.slice.value for e in n.slice if isinstance(e.slice, cst.Index))
-            elif isinstance(n, (cst.Expr, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Await)):
-                v = n.expression if isinstance(n, cst.Await) else n.value
-                if v is not None:
-                    stack.append(v)
-            elif isinstance(n, (cst.BinaryOperation, cst.BooleanOperation)):
+                stack.extend(e for e in _subscript_elements(n, self.src) if not isinstance(e, ast.Slice))
+            elif isinstance(n, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Await)):
+                if n.value is not None:
+                    stack.append(n.value)
+            elif isinstance(n, ast.BinOp):
                 stack.extend((n.left, n.right))
-            elif isinstance(n, cst.UnaryOperation):
-                stack.append(n.expression)
-            elif isinstance(n, cst.Comparison):
+            elif isinstance(n, ast.BoolOp):
+                stack.extend(n.values)  # libcst nests `a or b or c` to the left: the same order
+            elif isinstance(n, ast.UnaryOp):
+                stack.append(n.operand)
+            elif isinstance(n, ast.Compare):
                 stack.append(n.left)
-                stack.extend(c.comparator for c in n.comparisons)
-            elif isinstance(n, (cst.Tuple, cst.List, cst.Set)):
-                stack.extend(e.value for e in n.elements)
-            elif isinstance(n, cst.IfExp):
+                stack.extend(n.comparators)
+            elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+                stack.extend(_elements(n))
+            elif isinstance(n, ast.IfExp):
                 stack.extend((n.test, n.body, n.orelse))
-            elif isinstance(n, cst.Dict):
-                stack.extend(e.value for e in n.elements)
+            elif isinstance(n, ast.Dict):
+                stack.extend(n.values)
 
-    def maybe_launch(self, call: cst.Call, state: _State) -> None:
+    def maybe_launch(self, call: ast.Call, state: _State) -> None:
         func = call.func
         grid_node = None
-        if isinstance(func, cst.Subscript):
+        if isinstance(func, ast.Subscript):
             target = dotted(func.value)
-            grid_node = _sub_index(func)
-        elif isinstance(func, cst.Attribute) and func.attr.value == "run":
+            grid_node = _sub_index(func, self.src)
+        elif isinstance(func, ast.Attribute) and func.attr == "run":
             target = dotted(func.value)
             grid_node = _kwarg(call, "grid")
         else:
             return
-        if target is None or isinstance(grid_node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        if target is None or isinstance(grid_node, ast.JoinedStr) or (
+            isinstance(grid_node, ast.Constant) and isinstance(grid_node.value, _STRINGS)
+        ):
             return  # `table["name"](x)` is a lookup, not a launch
         head, _, rest = target.partition(".")
         resolved = None
         if head in state.aliases:
             resolved = state.aliases[head] + ("." + rest if rest else "")
-        launch = Launch(target=target, span=self.span(call), launcher=self._fn, guarded=self._guarded,
-                        resolved_target=resolved)
-        if grid_node is not None:
-            launch.grid_text = self.text(grid_node)
-            launch.grid = self.grid_origins(grid_node, state)
-        for arg in call.args:
-            if arg.star == "*":
-                seq = self._seq(arg.value, state)
-                if isinstance(arg.value, cst.Name) and isinstance(seq, cst.List):
-                    seq = None  # a list variable may have grown since (`args.append(...)`)
-                if isinstance(seq, (cst.Tuple, cst.List)) and not any(
-                    isinstance(e, cst.StarredElement) for e in seq.elements
-                ):
-                    launch.args.extend(self.arg_origin(e.value, state) for e in seq.elements)
+        saved_shared, self._shared = self._shared, self.src.call_parens(call)
+        try:
+            launch = Launch(target=target, span=self.span(call), launcher=self._fn, guarded=self._guarded,
+                            resolved_target=resolved)
+            if grid_node is not None:
+                launch.grid_text = self.text(grid_node)
+                launch.grid = self.grid_origins(grid_node, state)
+            for arg in _args(call):
+                if arg.star == "*":
+                    seq = self._seq(arg.value, state)
+                    if _name(arg.value) is not None and isinstance(seq, ast.List):
+                        seq = None  # a list variable may have grown since (`args.append(...)`)
+                    if isinstance(seq, (ast.Tuple, ast.List)) and not any(
+                        isinstance(e, ast.Starred) for e in seq.elts
+                    ):
+                        launch.args.extend(self.arg_origin(e, state) for e in seq.elts)
+                    elif not launch.star_args:
+                        launch.star_args = True
+                elif arg.star == "**":
+                    seq = self._seq(arg.value, state)
+                    pairs = self._dict_pairs(seq) if seq is not None else None
+                    if pairs is None:
+                        launch.star_args = True
+                    else:
+                        for k, v in pairs:
+                            launch.kwargs[k] = self.arg_origin(v, state)
+                elif arg.keyword is not None:
+                    launch.kwargs[arg.keyword] = self.arg_origin(arg.value, state)
                 elif not launch.star_args:
-                    launch.star_args = True
-            elif arg.star == "**":
-                seq = self._seq(arg.value, state)
-                pairs = _dict_pairs(seq) if seq is not None else None
-                if pairs is None:
-                    launch.star_args = True
-                else:
-                    for k, v in pairs:
-                        launch.kwargs[k] = self.arg_origin(v, state)
-            elif arg.keyword is not None:
-                launch.kwargs[arg.keyword.value] = self.arg_origin(arg.value, state)
-            elif not launch.star_args:
-                # After an unresolved *args the positions of what follows are unknown.
-                launch.args.append(self.arg_origin(arg.value, state))
+                    # After an unresolved *args the positions of what follows are unknown.
+                    launch.args.append(self.arg_origin(arg.value, state))
+        finally:
+            self._shared = saved_shared
         launch.width_checks = list(state.checks.values())
         self.info.launches.append(launch)
 
-    def _seq(self, node: cst.BaseExpression, state: _State):
-        if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+    def _seq(self, node, state: _State):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
             return node
-        if isinstance(node, cst.Name):
-            return state.seqs.get(node.value)
+        name = _name(node)
+        if name is not None:
+            return state.seqs.get(name)
         return None
 
-    def grid_origins(self, node: cst.BaseExpression, state: _State) -> list[ArgOrigin]:
+    def grid_origins(self, node, state: _State) -> list[ArgOrigin]:
         seq = self._seq(node, state)
-        if isinstance(seq, cst.Lambda):
+        if isinstance(seq, ast.Lambda):
             seq = seq.body
-        if isinstance(seq, (cst.Tuple, cst.List)):
-            return [self.arg_origin(e.value, state) for e in seq.elements if isinstance(e, cst.Element)]
+        if isinstance(seq, (ast.Tuple, ast.List)):
+            return [self.arg_origin(e, state) for e in _plain_elements(seq)]
         return []
+
+    def _dict_pairs(self, node) -> list[tuple[str, ast.expr]] | None:
+        if isinstance(node, ast.Dict):
+            out = []
+            for k, v in zip(node.keys, node.values):
+                if not (isinstance(k, ast.Constant) and isinstance(k.value, _STRINGS) and self.src.single_string(k)):
+                    return None  # `**x` (no key), a name, or strings written side by side
+                out.append((k.value, v))
+            return out
+        if isinstance(node, ast.Call) and (dotted(node.func) or "") == "dict":
+            out = []
+            for a in _args(node):
+                if a.keyword is None:
+                    return None
+                out.append((a.keyword, a.value))
+            return out
+        return None
 
 
 def _any_between(lines: list[int], first: int, last: int) -> bool:
@@ -1104,151 +1450,47 @@ def _any_between(lines: list[int], first: int, last: int) -> bool:
     return i < len(lines) and lines[i] <= last
 
 
-def _param_names(fn: cst.FunctionDef) -> list[str]:
-    p = fn.params
-    return [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
+def _param_names(fn) -> list[str]:
+    a = fn.args
+    return [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
 
 
 def _is_torch(fname: str) -> bool:
     return fname.split(".")[0] in ("torch", "th") or fname in _FRESH_CONTIGUOUS
 
 
-def _dict_pairs(node) -> list[tuple[str, cst.BaseExpression]] | None:
-    if isinstance(node, cst.Dict):
-        out = []
-        for el in node.elements:
-            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
-                return None
-            out.append((el.key.evaluated_value, el.value))
-        return out
-    if isinstance(node, cst.Call) and (dotted(node.func) or "") == "dict":
-        out = []
-        for a in node.args:
-            if a.keyword is None:
-                return None
-            out.append((a.keyword.value, a.value))
-        return out
-    return None
-
-
-def _comparisons(test: cst.BaseExpression):
+def _comparisons(test):
     stack = [test]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Comparison):
+        if isinstance(n, ast.Compare):
             yield n
-        elif isinstance(n, cst.BooleanOperation):
-            stack.extend((n.left, n.right))
-        elif isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not):
-            stack.append(n.expression)
-        elif isinstance(n, cst.Call) and (dotted(n.func) or "") in ("all", "any") and n.args:
-            stack.append(n.args[0].value)
+        elif isinstance(n, ast.BoolOp):
+            stack.extend(n.values)
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            stack.append(n.operand)
+        elif isinstance(n, ast.Call) and (dotted(n.func) or "") in ("all", "any") and _nargs(n):
+            stack.append(_first_arg(n))
 
 
 def _target_names(node) -> list[str]:
-    if isinstance(node, cst.Name):
-        return [node.value]
-    if isinstance(node, (cst.Tuple, cst.List)):
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, (ast.Tuple, ast.List)):
         out = []
-        for e in node.elements:
-            out.extend(_target_names(e.value))
+        for e in node.elts:
+            out.extend(_target_names(e))
         return out
-    if isinstance(node, cst.StarredElement):
+    if isinstance(node, ast.Starred):
         return _target_names(node.value)
     return []
 
 
 def may_hold_launch_or_allocator(source: str) -> bool:
-    """Whether :func:`collect` would read more than the module-level imports and aliases of
-    ``source``: a launch hint (``](`` / ``.run(``) or a small allocating function (``return`` and
-    an allocation call). When False, :func:`module_level_from_ast` gives the same result."""
+    """Whether :func:`collect` reads more of ``source`` than its module-level imports and
+    aliases: a launch hint (``](`` / ``.run(``) or a small allocating function (``return`` and an
+    allocation call)."""
     return bool(_LAUNCH_HINT.search(source)) or ("return" in source and bool(_ALLOC_HINT.search(source)))
-
-
-def _ast_dotted(node) -> str | None:
-    """``a.b.c`` for an ``ast`` Name/Attribute chain, else None (as :func:`dotted`)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Constant) and (node.value is None or node.value is True or node.value is False):
-        parts.append(repr(node.value))
-        return ".".join(reversed(parts))  # libcst reads `None`/`True`/`False` as Names: keep the same aliases
-    return None
-
-
-def _ast_held_kernel(value) -> str | None:
-    """:meth:`_Collector._held_kernel` on an ``ast`` expression."""
-    d = _ast_dotted(value)
-    if d is not None:
-        return d
-    if isinstance(value, ast.Call):
-        pos = [a for a in value.args if not isinstance(a, ast.Starred)]
-        if len(pos) == 1 and len(value.args) + len(value.keywords) == 1:
-            func = value.func
-            name = _ast_dotted(func.func) if isinstance(func, ast.Call) else _ast_dotted(func)
-            if name and name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
-                return _ast_dotted(pos[0])
-    return None
-
-
-def module_level_from_ast(tree: ast.Module, module_name: str | None = None, path: str | None = None) -> LaunchInfo:
-    """The :class:`LaunchInfo` of a module that holds no launch hint and no allocating function
-    (see :func:`may_hold_launch_or_allocator`), read from its ``ast`` tree: only ``imports`` and
-    ``kernel_aliases``, by the same rules as :meth:`_Collector.module_level`, so such a file needs
-    no libcst parse (a third of the corpus's triton-mentioning bytes)."""
-    is_package = bool(path) and path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py"
-    c = _Collector(None, {}, module_name, is_package)
-
-    def walk(body) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.Import):
-                for alias in stmt.names:
-                    if alias.asname is not None:
-                        c.info.imports[alias.asname] = alias.name
-                    else:
-                        head = alias.name.split(".")[0]
-                        c.info.imports.setdefault(head, head)
-            elif isinstance(stmt, ast.ImportFrom):
-                if any(a.name == "*" for a in stmt.names):
-                    continue
-                base = c._resolve_relative(stmt.level, stmt.module or "")
-                for alias in stmt.names:
-                    local = alias.asname if alias.asname is not None else alias.name
-                    full = f"{base}.{alias.name}" if base and not base.endswith(".") else f"{base}{alias.name}"
-                    c.info.imports[local] = full
-            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                if isinstance(stmt.targets[0], ast.Name):
-                    target = stmt.targets[0].id
-                    held = _ast_held_kernel(stmt.value)
-                    if held is None or held == target or target in c._conflicting_aliases:
-                        continue
-                    old = c.info.kernel_aliases.get(target)
-                    if old is not None and old != held:
-                        del c.info.kernel_aliases[target]
-                        c._conflicting_aliases.add(target)
-                        continue
-                    c.info.kernel_aliases[target] = held
-            elif isinstance(stmt, ast.If):
-                walk(stmt.body)
-                walk(stmt.orelse)  # an `elif` is an If in orelse, as libcst's orelse If
-            elif isinstance(stmt, ast.Try):
-                walk(stmt.body)
-                other = []
-                for h in stmt.handlers:
-                    other.extend(h.body)
-                other.extend(stmt.orelse)
-                walk(other)
-
-    walk(tree.body)
-    return c.info
 
 
 def _assign_state(dst: _State, src: _State) -> None:
@@ -1258,53 +1500,48 @@ def _assign_state(dst: _State, src: _State) -> None:
 
 
 def collect(
-    module: cst.Module,
-    positions: Mapping,
+    tree: ast.Module,
     source: str,
     module_name: str | None = None,
     path: str | None = None,
 ) -> LaunchInfo:
     """Launches, imports and kernel aliases of one module (see the module docstring).
 
-    ``module`` is the parsed ``libcst.Module``; ``positions`` maps its nodes to ``CodeRange``
-    (libcst's ``PositionProvider``); ``source`` is its text. Never raises on valid libcst input.
+    ``tree`` is ``ast.parse(source)``; ``source`` the module's text. Never raises on a tree that
+    ``ast.parse`` produced from ``source``.
     """
     is_package = bool(path) and path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py"
-    c = _Collector(module, positions, module_name, is_package)
-    body = list(module.body)
+    c = _Collector(source, module_name, is_package, tree)
+    body = tree.body
     c.module_level(body)
     hints = [m.end() for m in _LAUNCH_HINT.finditer(source)]
     scan = bool(hints)
     if scan:
-        c.source = source
-        c.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
-        c.hint_lines = sorted({source.count("\n", 0, end) + 1 for end in hints})
+        c.hint_lines = sorted({c.src.line_of(end) for end in hints})
     c._fn, c._guarded = None, False
     if "return" in source and _ALLOC_HINT.search(source):
         c.summarise(body)
     if scan:
         # Facts that flow into launchers from their callers in this module (`forward` calling
         # `_fwd(x.contiguous())`, `@input_guard`, ctx.save_for_backward): two rounds reach two levels.
-        defs = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+        defs = {s.name: s for s in body if isinstance(s, _DEFS)}
         wanted = set()
         for name, fn in defs.items():
-            sp = c.span(fn)
-            if sp is _NO_SPAN or _any_between(c.hint_lines, sp.line, sp.end_line):
+            if _any_between(c.hint_lines, fn.lineno, fn.end_lineno):
                 wanted.add(name)
         # Their callers in this module (one level up), found by text: `name(` inside a def.
         if wanted:
             pattern = "|".join(re.escape(n) for n in sorted(wanted))
             call_ends = [m.end() for m in re.finditer(rf"\b(?:{pattern})\s*\(", source)]
-            call_at = sorted({source.count("\n", 0, e) + 1 for e in call_ends})
+            call_at = sorted({c.src.line_of(e) for e in call_ends})
             for name, fn in defs.items():
-                sp = c.span(fn)
-                if sp is not _NO_SPAN and _any_between(call_at, sp.line, sp.end_line):
+                if _any_between(call_at, fn.lineno, fn.end_lineno):
                     wanted.add(name)
         if wanted or "save_for_backward" in source:
             c.signatures = {n: _param_names(defs[n]) for n in wanted}
             pattern = "|".join(re.escape(n) for n in sorted(wanted)) or "(?!)"
             ends = [m.end() for m in re.finditer(rf"\b(?:{pattern})\s*\(|save_for_backward", source)]
-            c.call_lines = sorted({source.count("\n", 0, e) + 1 for e in ends})
+            c.call_lines = sorted({c.src.line_of(e) for e in ends})
             c.collecting = True
             for _ in range(2):
                 c.call_facts = {}
@@ -1335,7 +1572,7 @@ def collect(
     if scan:
         # Launches at module level (scripts, benchmarks).
         before = len(c.info.launches)
-        c.block([s for s in body if isinstance(s, cst.SimpleStatementLine)], _State(), True)
+        c.block([s for s in body if isinstance(s, _SMALL)], _State(), True)
         for launch in c.info.launches[before:]:
             for a in (*launch.args, *launch.kwargs.values()):
                 a.contiguous_in_module = a.contiguous

@@ -250,58 +250,9 @@ def launch(x):
     again = pickle.loads(pickle.dumps(m))
     assert again.kernels[0].name == "k"
     assert [l.target for l in m.launches] == ["k"]
-    # Positions computed per statement (StatementPositions) land on the launch's own line.
+    # The launch's span lands on its own line and column.
     assert m.launches[0].span.line == src.splitlines().index("    k[(1,)](x, x.numel(), BLOCK=16)") + 1
     assert m.launches[0].span.column == 5
-
-
-def test_statement_positions_agree_with_libcst_on_the_whole_module():
-    import ast
-
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    from stridecheck.lint.access_model import StatementPositions
-
-    src = HEADER + '''
-a = 1; b = [
-    2,
-]
-
-
-@triton.jit
-def k(x_ptr):
-    pass
-
-
-class C:
-    def f(self, x):
-        return k[(1,)](x)
-'''
-    module = cst.parse_module(src)
-    full = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    lazy = StatementPositions(module, ast.parse(src), src)
-    # The nodes the launch side asks for: those of the function holding a launch (`C.f`, nested
-    # in a class: its columns are shifted back), top-level statements, and any def's range.
-    kinds = (cst.BaseExpression, cst.Arg, cst.Param, cst.BaseSmallStatement, cst.BaseStatement)
-    launcher = module.body[-1].body.body[0]
-    inside = set()
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, node):
-            inside.add(id(node))
-            return True
-
-    launcher.visit(Collect())
-    tops = {id(s) for s in module.body} | {id(x) for s in module.body if isinstance(s, cst.SimpleStatementLine) for x in s.body}
-    asked = [n for n in full if isinstance(n, kinds) and (id(n) in inside or id(n) in tops)]
-    assert len(asked) > 15
-    for node in asked:
-        assert lazy[node] == full[node], node
-    kernel_def = module.body[-2]
-    assert lazy[kernel_def].start == full[kernel_def].start
-    with pytest.raises(KeyError):
-        lazy[kernel_def.body.body[0]]  # inside a def with no launch: no position, no codegen
 
 
 def test_non_ascii_columns_are_characters():

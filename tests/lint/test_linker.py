@@ -3,10 +3,9 @@ bound to parameters as Python binds a call."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from stridecheck.lint.launches import collect
 from stridecheck.lint.linker import Tree, bind
@@ -33,9 +32,7 @@ def _kernel(name: str, *params: str) -> Kernel:
 
 def _model(path: str, src: str, kernels=(), module: str | None = None) -> ModuleModel:
     src = textwrap.dedent(src)
-    mod = cst.parse_module(src)
-    positions = MetadataWrapper(mod, unsafe_skip_copy=True).resolve(PositionProvider)
-    info = collect(mod, positions, src, module_name=module, path=path)
+    info = collect(ast.parse(src), src, module_name=module, path=path)
     return ModuleModel(path, module, list(kernels), info.launches, info.imports, info.kernel_aliases)
 
 
