@@ -302,6 +302,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="T in {1, 1024}, V = 262144 only")
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--no-table", action="store_true")
+    ap.add_argument("--ts", type=int, nargs="*", help="row counts of the table (default: the issue's)")
+    ap.add_argument("--vs", type=int, nargs="*", help="vocabularies of the table (default: the issue's)")
+    ap.add_argument("--impls", nargs="*", choices=IMPLS, help="implementations of the table (default: all)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     bw = copy_bandwidth()
@@ -318,7 +321,7 @@ def main() -> None:
         (args.out / "variants.json").write_text(json.dumps(dict(meta, rows=variants), indent=1))
     if not args.no_table:
         ts, vs = ((1, 8, 1024), (262144,)) if args.quick else (TS, VS)
-        rows = run_table(bw, ts, vs, IMPLS)
+        rows = run_table(bw, args.ts or ts, args.vs or vs, args.impls or IMPLS)
         (args.out / "sampling.json").write_text(json.dumps(dict(meta, rows=rows), indent=1))
         write_md(args.out / "sampling.md", meta, rows)
 

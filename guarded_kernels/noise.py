@@ -157,14 +157,18 @@ def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
         # No int->float conversion instructions: they issue at a quarter of the full rate on
         # Hopper, like the logarithms, and were the bottleneck (benchmarks/NOTES.md, run 2).
         small = h < 8388608
-        # h < 2**23: the float with bits 0x4B000000 | h is exactly 2**23 + h.
-        h_exact = (h | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
-        v = h_exact * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        # h < 2**23: the float with bits 0x4B000000 + h is exactly 2**23 + h, so one FMA gives
+        # v = (2**23 + h) * 2**-32 + (2**-33 - 2**-9) = (h + 1/2) * 2**-32 exactly (2h + 1 < 2**24).
+        # (An add, not an or: the same bits here, and it can issue on the multiply-add pipe; for
+        # h >= 2**23 the value is discarded by the select below.)
+        v = (h + 0x4B000000).to(tl.float32, bitcast=True) * 2.3283064365386963e-10 - 0.0019531248835846782
         # -log2(1 - v) = log2(e) * (v + v^2/2 + v^3/3 + ...), three terms below 2**-9.
         series = v * (1.4426950408889634 + v * (0.7213475204444817 + v * 0.48089834696298783))
-        # Elsewhere 1 - v from the top 23 bits of ~h: 1 + m * 2**-23, less (1 - 2**-24), is
-        # m * 2**-23 + 2**-24 exactly (Sterbenz), within 2**-24 of 1 - v and never 0.
-        w = (((~h) >> 9) | 0x3F800000).to(tl.float32, bitcast=True) - 0.99999994039535522
+        # Elsewhere 1 - v from the top 23 bits m of h: x = 1 + m * 2**-23 (bits 0x3F800000 + (h >> 9),
+        # one shift-add), 2 - x = 1 - m * 2**-23 exactly (Sterbenz: x is in [1, 2)), less 2**-24
+        # (exact: a multiple of 2**-24 in (0, 1)): within 2**-24 of 1 - v and never 0. Two float
+        # adds instead of a NOT on the integer pipe, which is the busiest (benchmarks/NOTES.md).
+        w = (2.0 - ((h >> 9) + 0x3F800000).to(tl.float32, bitcast=True)) - 5.9604644775390625e-08
         e2 = tl.where(small, series, -_log2_f32(w, FAST_LOG))
         return -_log2_f32(e2, FAST_LOG)
 

@@ -451,7 +451,9 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     if device.type != "cuda":
         block, warps = 256, 4
     else:
-        block, warps = (2048, 8) if dtype == torch.float32 else (4096, 8)
+        # Swept on an H200 (benchmarks/NOTES.md, run 6): float32 1024 / 4 warps (64 registers, eight
+        # programs per SM), bfloat16 / float16 4096 / 8.
+        block, warps = (1024, 4) if dtype == torch.float32 else (4096, 8)
     programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
     return block, warps, splits

@@ -9,6 +9,8 @@ finish writes the token (:mod:`guarded_kernels._workspace`). One launch per call
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -280,9 +282,29 @@ def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: to
         block, warps = (4096, 16) if num_rows >= 64 else (2048, 8)
     if use_fp64:
         return block, warps, 1
+    if block == 4096:
+        # Two 512-thread programs fit on a multiprocessor (<= 64 registers).
+        return block, warps, _wave_splits(num_rows, triton.cdiv(vocab_size, block), 2 * sm_count(device))
     programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_rows, 1)), triton.cdiv(vocab_size, block), 512))
     return block, warps, splits
+
+
+@functools.lru_cache(maxsize=1024)
+def _wave_splits(num_rows: int, num_blocks: int, slots: int) -> int:
+    """Programs per row minimising (waves of programs) x (blocks per program + 1): the time of
+    the launch when every program slot walks its blocks at the same pace, with about one block's
+    time per program for its start and merge. Ties go to fewer programs (fewer merges). At
+    T = 256, V = 151,936 it picks 1 (one wave of 38-block programs) where filling 4 programs per
+    SM picked 3 (2.9 waves of 13 blocks): 59.7 against 63.5 us in run 6."""
+    best, best_cost = 1, None
+    for s in range(1, min(num_blocks, 64) + 1):
+        per_program = -(-num_blocks // s)
+        programs = num_rows * -(-num_blocks // per_program)
+        cost = -(-programs // slots) * (per_program + 1)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = s, cost
+    return best
 
 
 def loop_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
