@@ -145,3 +145,34 @@ def test_cli_no_cache_and_cache_dir(tmp_path, cli):
     cli(["lint", "--cache-dir", tmp_path / "elsewhere", "."], cwd=tmp_path)
     assert list((tmp_path / "elsewhere").glob("models-*.pickle"))
     assert not (tmp_path / ".stridecheck_cache").exists()
+
+
+def test_model_objects_round_trip_through_the_cache_file(tmp_path, monkeypatch):
+    # Model objects are written as calls of their class on their field values (faster to read
+    # back than the data classes' own pickling); every field must come back, frozen classes too.
+    import io
+
+    from stridecheck.lint.cache import _ModelPickler, _ModelUnpickler
+    from stridecheck.lint.engine import build_one
+
+    write(tmp_path / "launch.py", LAUNCH)
+    outcome = build_one(("launch.py", LAUNCH, "launch", AnalysisOptions(), False))
+    assert outcome[0] == "model" and outcome[1].launches
+    buf = io.BytesIO()
+    _ModelPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump({("launch.py", "launch"): (b"d", outcome)})
+    assert b"_dataclass" not in buf.getvalue()  # no __setstate__ of the data classes
+    back = _ModelUnpickler(io.BytesIO(buf.getvalue())).load()
+    assert back == {("launch.py", "launch"): (b"d", outcome)}
+    launch = back[("launch.py", "launch")][1][1].launches[0]
+    assert launch.args[0].span == outcome[1].launches[0].args[0].span and launch.args[0].text == "x"
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path, monkeypatch):
+    # The run freezes its models out of the collector's sight; afterwards they are collectable again.
+    import gc
+
+    write(tmp_path / "kern.py", KERNEL)
+    write(tmp_path / "launch.py", LAUNCH)
+    before = gc.get_freeze_count()
+    _run(tmp_path, monkeypatch)
+    assert gc.get_freeze_count() == 0 and before == 0
