@@ -1570,8 +1570,9 @@ def collect(
     c.info.allocators = tuple(sorted(n for n, t in c.summaries.items() if t.fresh))
     c.info.contiguous_returns = tuple(sorted(c.summaries))
     if scan:
-        # Launches at module level (scripts, benchmarks).
+        # Launches at module level (scripts, benchmarks): in no launcher.
         before = len(c.info.launches)
+        c._fn, c._guarded = None, False
         c.block([s for s in body if isinstance(s, _SMALL)], _State(), True)
         for launch in c.info.launches[before:]:
             for a in (*launch.args, *launch.kwargs.values()):

@@ -424,3 +424,20 @@ def test_views_of_an_allocation_and_in_place_updates_stay_vetted():
     )
     y_view, g = launch.args
     assert y_view.vetted == ("*",) and g.vetted == ("*",) and g.fresh
+
+
+def test_module_level_launch_has_no_launcher_and_no_guard():
+    # A launch outside any function belongs to no launcher; it took the name (and the
+    # @stride_guard, which silences SC007) of the last function read before it.
+    info = _collect(
+        """
+        @stride_guard
+        def helper(x):
+            k[g](x)
+
+        k[g](y)
+        """
+    )
+    inside, outside = info.launches
+    assert (inside.launcher, inside.guarded) == ("helper", True)
+    assert (outside.launcher, outside.guarded) == (None, False)
