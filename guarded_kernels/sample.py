@@ -107,12 +107,57 @@ def _sample_block(
     if GREEDY:
         new_val, new_idx = _greedy_update(xf, idx, best_val, best_idx)
     else:
-        k = xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
-        # NaN compares false: a NaN logit never wins a sampled draw.
-        upd = k > best_val
-        new_val = tl.where(upd, k, best_val)
-        new_idx = tl.where(upd, idx, best_idx)
+        k = _sampled_key(xf, idx, key, scale, FAST_LOG, USE_FP64)
+        if USE_FP64:
+            # NaN compares false: a NaN logit never wins a sampled draw.
+            upd = k > best_val
+            new_val = tl.where(upd, k, best_val)
+            new_idx = tl.where(upd, idx, best_idx)
+        else:
+            # Only the lane maximum (one max instruction, which ignores NaN: a NaN logit never
+            # wins); the winning column is found once per program by _lane_winner.
+            new_val = tl.maximum(best_val, k)
+            new_idx = best_idx
     return new_val, new_idx
+
+
+@triton.jit
+def _sampled_key(xf, idx, key, scale, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
+    """The base-2 Gumbel-max key of columns ``idx`` with logits ``xf`` (the one expression both
+    the main loop and :func:`_lane_winner` evaluate, so that they agree bit for bit)."""
+    return xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
+
+
+@triton.jit
+def _lane_winner(logits_row_ptr, start, end, key, scale, best_val, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr,
+                 GATHER: tl.constexpr):
+    """(maximum, its column) of a program's sampled chunk from the per-lane maxima alone.
+
+    The main loop keeps no column per lane: selecting one beside the maximum costs two more
+    integer-pipe instructions per element, the pipe that bounds the loop (benchmarks/NOTES.md,
+    version 9). Lane ``l`` saw columns ``start + l + j * BLOCK``; the lowest lane holding the
+    maximum is re-read (``GATHER`` columns at a time, once per program) and its keys recomputed
+    by the same expression, and the first column with the largest of them is the winner. A chunk
+    with no finite key (all NaN or ``-inf``) returns ``start``, as the tracked loop did.
+    """
+    lanes = tl.arange(0, BLOCK)
+    m = tl.max(best_val, 0)
+    lane = tl.min(tl.where(best_val == m, lanes, BLOCK), 0)
+    win = start + lane * 0  # an int32 scalar tensor holding start
+    found = tl.full((), float("-inf"), tl.float32)
+    if m > float("-inf"):
+        j = tl.arange(0, GATHER)
+        for j0 in range(0, end - start, GATHER * BLOCK):
+            col = start + lane + j0 + j * BLOCK
+            inside = col < end
+            x = tl.load(logits_row_ptr + col, mask=inside, other=float("-inf")).to(tl.float32)
+            kv = tl.where(inside, _sampled_key(x, col, key, scale, FAST_LOG, False), float("-inf"))
+            km = tl.max(kv, 0)
+            c = tl.min(tl.where(kv == km, col, 2147483647), 0)
+            upd = km > found
+            win = tl.where(upd, c, win)
+            found = tl.where(upd, km, found)
+    return m, win
 
 
 @triton.jit
@@ -252,12 +297,17 @@ def _gumbel_sample_kernel(
                 logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
                 True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK,
             )
+            m, win, nan_won = _row_winner(best_val, best_idx)
         else:
             best_val, best_idx = _walk_chunk(
                 logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
                 False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK,
             )
-        m, win, nan_won = _row_winner(best_val, best_idx)
+            if USE_FP64:
+                m, win, nan_won = _row_winner(best_val, best_idx)
+            else:
+                m, win = _lane_winner(logits_row_ptr, start, end, key, scale_f, best_val, FAST_LOG, BLOCK, 64)
+                nan_won = win < 0  # False: a sampled row has no NaN winner
         if SPLIT:
             tl.atomic_max(best_ptr + row * best_stride_0, _merge_key(m.to(tl.float32), win, nan_won))
             finished = tl.atomic_add(done_ptr + row * done_stride_0, 1)
@@ -308,9 +358,10 @@ def _wave_splits(num_rows: int, num_blocks: int, slots: int) -> int:
 
 
 def loop_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether the sampling loop loads the next block ahead (benchmarks/NOTES.md, versions 4-5):
-    for 16-bit logits; benchmarks may replace it."""
-    return torch.tensor([], dtype=dtype).element_size() < 4
+    """Whether the sampling loop loads the next block ahead. It paid for 16-bit logits in versions
+    4-6; since version 7's loop it costs (bf16 T = 1024, V = 262,144: 332 us with, 306 us
+    without, run 7 of benchmarks/NOTES.md), so it is off; benchmarks may replace it."""
+    return False
 
 
 def _check_index_tensor(name: str, t: torch.Tensor) -> None:
