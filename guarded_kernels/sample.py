@@ -86,6 +86,7 @@ def _sample_block(
     HAS_SOURCE: tl.constexpr,
     USE_FP64: tl.constexpr,
     FAST_LOG: tl.constexpr,
+    LANE_MAX: tl.constexpr,
 ):
     """One loaded block ``x`` of a row: cache the raw values, add the noise, update the maximum."""
     if HAS_CACHE:
@@ -108,7 +109,7 @@ def _sample_block(
         new_val, new_idx = _greedy_update(xf, idx, best_val, best_idx)
     else:
         k = _sampled_key(xf, idx, key, scale, FAST_LOG, USE_FP64)
-        if USE_FP64:
+        if not LANE_MAX:
             # NaN compares false: a NaN logit never wins a sampled draw.
             upd = k > best_val
             new_val = tl.where(upd, k, best_val)
@@ -164,7 +165,7 @@ def _lane_winner(logits_row_ptr, start, end, key, scale, best_val, FAST_LOG: tl.
 def _walk_chunk(
     logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
     GREEDY: tl.constexpr, HAS_CACHE: tl.constexpr, HAS_SOURCE: tl.constexpr, USE_FP64: tl.constexpr,
-    FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr, BLOCK: tl.constexpr,
+    FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr, BLOCK: tl.constexpr, LANE_MAX: tl.constexpr,
 ):
     """Columns ``[start, end)`` of one row, BLOCK at a time: the per-lane running maximum."""
     lanes = tl.arange(0, BLOCK)
@@ -182,20 +183,20 @@ def _walk_chunk(
                 x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
                 best_val, best_idx = _sample_block(
                     x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, best_val, best_idx,
-                    GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                    GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
                 )
     else:
         for off in range(start, full_end, BLOCK):
             best_val, best_idx = _sample_block(
                 tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, end, key,
-                scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
             )
     if full_end < end:
         tail = full_end + lanes
         x = tl.load(logits_row_ptr + tail, mask=tail < end, other=float("-inf"))
         best_val, best_idx = _sample_block(
             x, source_row_ptr, cache_row_ptr, tail, end, key, scale_f, best_val, best_idx,
-            GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+            GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
         )
     return best_val, best_idx
 
@@ -246,6 +247,8 @@ def _gumbel_sample_kernel(
     FAST_LOG: tl.constexpr,
     SPLIT: tl.constexpr,
     PREFETCH: tl.constexpr,
+    # Sampled rows keep only lane maxima in the loop (never with USE_FP64)
+    LANE_MAX: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -295,15 +298,15 @@ def _gumbel_sample_kernel(
         if greedy:
             best_val, best_idx = _walk_chunk(
                 logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
-                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK,
+                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, False,
             )
             m, win, nan_won = _row_winner(best_val, best_idx)
         else:
             best_val, best_idx = _walk_chunk(
                 logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
-                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK,
+                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, LANE_MAX,
             )
-            if USE_FP64:
+            if not LANE_MAX:
                 m, win, nan_won = _row_winner(best_val, best_idx)
             else:
                 m, win = _lane_winner(logits_row_ptr, start, end, key, scale_f, best_val, FAST_LOG, BLOCK, 64)
@@ -362,6 +365,14 @@ def loop_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
     4-6; since version 7's loop it costs (bf16 T = 1024, V = 262,144: 332 us with, 306 us
     without, run 7 of benchmarks/NOTES.md), so it is off; benchmarks may replace it."""
     return False
+
+
+def lane_max(chunk: int, block: int, use_fp64: bool) -> bool:
+    """Whether sampled rows keep only lane maxima in the loop and find the winning column once per
+    program (:func:`_lane_winner`): it saves two integer-pipe instructions per element and costs
+    one dependent re-read per program, so it pays when a program walks several blocks. Not with
+    ``use_fp64`` (that path keeps the column per lane). Benchmarks may replace it."""
+    return not use_fp64 and chunk >= 4 * block
 
 
 def _check_index_tensor(name: str, t: torch.Tensor) -> None:
@@ -517,6 +528,7 @@ def gumbel_sample(
         FAST_LOG=use_fast_log(device),
         SPLIT=splits > 1,
         PREFETCH=loop_prefetch(logits.dtype, device),
+        LANE_MAX=lane_max(chunk, block, use_fp64),
         BLOCK=block,
         num_warps=warps,
     )

@@ -407,3 +407,33 @@ def test_cache_column_of_the_wrong_shape_is_refused(device):
     gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache,
                   logits_cache_col=torch.tensor([1, 0, 1], dtype=torch.int32, device=device))
     assert torch.equal(cache[idx.long(), torch.tensor([1, 0, 1], device=device)], logits)
+
+
+def test_lane_maximum_path_draws_what_the_tracked_path_draws(device, small_blocks, monkeypatch):
+    # Programs of several blocks keep only lane maxima and recompute the winning column once
+    # (sample.lane_max): forced on and off at the tests' small sizes, the tokens are the same,
+    # with NaN, -inf and +inf entries, all -inf / all NaN chunks, and a winner in the masked tail.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    T, V = 7, 150
+    logits, idx, temp, seed, pos = _inputs(device, T, V)
+    logits[0, ::3] = float("nan")
+    logits[1, :100] = float("-inf")  # the first programs' chunks hold no finite key
+    logits[2] = float("-inf")
+    logits[3, 149] = 40.0  # the winner in the masked tail block
+    logits[4] = float("nan")
+    logits[5, 17] = float("inf")
+    cache = torch.zeros(T, 1, V, device=device)
+    col = torch.tensor(0, device=device)
+    for block, splits in ((16, 1), (16, 2), (8, 3)):
+        small_blocks(block=block, splits=splits)
+        got = {}
+        for lane_max in (True, False):
+            monkeypatch.setattr(sample_mod, "lane_max", lambda chunk, blk, fp64, on=lane_max: on and not fp64)
+            got[lane_max] = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+        assert torch.equal(got[True], got[False]), (block, splits)
+        assert torch.equal(cache[:, 0].view(torch.int32), logits.view(torch.int32))  # the cache is bit-exact
+        out = got[True].cpu()
+        assert out[2].item() == 0 and out[4].item() == 0 and out[3].item() == 149 and out[5].item() == 17
+        assert not logits[0, out[0]].isnan() and 100 <= out[1].item() < V
