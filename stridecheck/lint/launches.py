@@ -87,6 +87,8 @@ _VIEWS = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_
                     "t", "T", "mT", "narrow", "select", "expand", "expand_as", "unflatten", "movedim",
                     "as_strided", "unfold", "split", "chunk", "diagonal", "contiguous", "to", "detach"})
 
+_ANY_VIEW = _VIEWS | _SAME_EXTENT_VIEWS
+
 
 @dataclass(slots=True)
 class LaunchInfo:
@@ -1010,6 +1012,14 @@ class _Collector:
         held = self._held_kernel(value)
         src = _name(value) if not _is_none(value) else None
         src_vetted = state.vetted.get(src, frozenset()) if src else None
+        # What a view or a conditional covers, judged before `name` is rebound (`y = y.view(...)`).
+        covered: frozenset[str] = frozenset()
+        if isinstance(value, ast.Call) and (m := _method(value)) is not None and m[1] in _ANY_VIEW:
+            covered = _ANY if self._allocated_view(value, m, state) else covered
+        elif isinstance(value, ast.IfExp):
+            # `torch.empty_like(q) if not inplace else q`: what both arms cover.
+            a, b = self._vetting(value.body, name, state), self._vetting(value.orelse, name, state)
+            covered = b if a == _ANY else a if b == _ANY else a & b
         state.kill(name)
         if facts is None and isinstance(value, ast.Call) and origin.kind is OriginKind.OTHER:
             facts = _Tensor(family=name, opaque=True)
@@ -1027,11 +1037,8 @@ class _Collector:
         if src is not None and src != name and src not in state.ints:
             fam = self.family(src, state)
             state.vetted[name] = _ANY if src_vetted == _ANY else src_vetted | {src, fam}
-        elif isinstance(value, ast.Call) and (m := _method(value)) is not None and m[1] in _SAME_EXTENT_VIEWS:
-            # `y_view = y.view(-1, N)` of an allocated (or checked) y covers what y covers.
-            base = dotted(m[0])
-            if base is not None and state.vetted.get(base) == _ANY:
-                state.vetted[name] = _ANY
+        elif covered and name not in state.vetted:
+            state.vetted[name] = covered
         if origin.kind in (OriginKind.SHAPE, OriginKind.STRIDE, OriginKind.NUMEL, OriginKind.PRODUCT,
                            OriginKind.LITERAL):
             state.ints[name] = origin
@@ -1039,6 +1046,42 @@ class _Collector:
             state.seqs[name] = seq
         if held is not None and held != name:
             state.aliases[name] = state.aliases.get(held, held)
+
+    def _allocated_view(self, call: ast.Call, method: tuple, state: _State) -> bool:
+        """Whether ``call`` (``base.method(...)``, a view) covers what an allocation covers:
+        ``y.view(-1, N)`` of an allocated (or checked) ``y``, ``y.as_strided(y.size(), ...)``, or
+        any view of a tensor allocated in the same expression
+        (``x.new_empty(M, K).as_strided((M, K), (1, M))``)."""
+        receiver, meth = method
+        base = dotted(receiver)
+        if base is not None:
+            if state.vetted.get(base) != _ANY:
+                return False
+            if meth in _SAME_EXTENT_VIEWS:
+                return True
+            size = _first_arg(call) if meth == "as_strided" and _nargs(call) else None
+            if isinstance(size, ast.Call) and not _nargs(size):
+                size = size.func if _method(size) and _method(size)[1] == "size" else None
+            elif not (isinstance(size, ast.Attribute) and size.attr == "shape"):
+                size = None
+            return size is not None and dotted(size.value) == base
+        facts = self.tensor_facts(receiver, state) if isinstance(receiver, ast.Call) else None
+        return facts is not None and facts.fresh
+
+    def _vetting(self, arm, name: str, state: _State) -> frozenset[str]:
+        """The extents an arm of a conditional expression assigned to ``name`` is known to cover."""
+        if _is_none(arm):
+            return _ANY  # None reaches no address
+        facts = self.tensor_facts(arm, state)
+        if facts is not None and facts.fresh:
+            return _ANY
+        src = _name(arm)
+        if src is not None and src != name and src not in state.ints:
+            src_vetted = state.vetted.get(src, frozenset())
+            return _ANY if src_vetted == _ANY else src_vetted | {src, self.family(src, state)}
+        if isinstance(arm, ast.Call) and (m := _method(arm)) is not None and m[1] in _ANY_VIEW:
+            return _ANY if self._allocated_view(arm, m, state) else frozenset()
+        return frozenset()
 
     def unpack(self, target, value, state: _State) -> None:
         elements = target.elts

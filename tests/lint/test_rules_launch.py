@@ -521,6 +521,26 @@ def test_sc007_optional_buffer_checked_or_allocated_on_every_path(tmp_path):
         assert [f.code for f in lint_tree(tmp_path, {"m.py": src})] == expected, prelude
 
 
+@pytest.mark.parametrize(
+    "prelude, expected",
+    [
+        # views of an allocation made in the launcher cover what the allocation covers
+        ("cache = logits.new_empty(n_rows, n_vocab).as_strided((n_rows, n_vocab), (1, n_rows))", []),
+        ("cache = torch.empty(n_rows * n_vocab).view(n_rows, n_vocab)", []),
+        ("cache = torch.empty_like(logits)\n    cache = cache.as_strided(cache.size(), (1, n_rows))", []),
+        ("cache = torch.empty_like(logits)\n    cache = cache.as_strided((n_rows, 8), (1, n_rows))", ["SC007"]),
+        ("cache = cache.as_strided(cache.shape, (1, n_rows))", ["SC007"]),  # nothing allocated
+        # both arms of a conditional expression
+        ("cache = torch.empty_like(logits) if cache is None else logits", []),
+        ("cache = None if n_rows else torch.empty(n_rows, n_vocab)", []),
+        ("cache = torch.empty_like(logits) if n_rows else cache", ["SC007"]),
+    ],
+)
+def test_sc007_allocated_views_and_conditional_buffers(tmp_path, prelude, expected):
+    src = _copy_launcher("PRELUDE").replace("PRELUDE", prelude)
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": src})] == expected, prelude
+
+
 def test_sc007_in_place_launch_is_silent(tmp_path):
     src = _copy_launcher("cache = logits")
     assert lint_tree(tmp_path, {"m.py": src}) == []
