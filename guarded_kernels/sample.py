@@ -437,7 +437,11 @@ def gumbel_sample(
             ``launch_config`` says; not tuned for speed).
 
     Returns:
-        [T] int64 token ids, always in ``[0, V)``.
+        [T] int64 token ids, always in ``[0, V)``. Sampled rows in float32 resolve keys to
+        float32 rounding: where a program walks several blocks the winning column is re-derived
+        from its lane's maximum (see :func:`_lane_winner`), so two keys equal to the last bit
+        (about one draw in a million at V = 200,000) go to the lowest lane, not always the lowest
+        column; ``use_fp64`` keeps exact float64 keys and the lowest column.
 
     Raises:
         StrideGuardError: a layout the kernel cannot address (see the decorator's contract).
