@@ -375,6 +375,16 @@ def lane_max(chunk: int, block: int, use_fp64: bool) -> bool:
     return not use_fp64 and chunk >= 4 * block
 
 
+def max_registers(dtype: torch.dtype, device: torch.device) -> int | None:
+    """A per-thread register cap for the launch (``maxnreg``), or None; benchmarks may replace it."""
+    return None
+
+
+def _register_cap(dtype: torch.dtype, device: torch.device) -> dict:
+    cap = max_registers(dtype, device)
+    return {} if cap is None or device.type != "cuda" else {"maxnreg": cap}
+
+
 def _check_index_tensor(name: str, t: torch.Tensor) -> None:
     if t.dtype not in _INTS:
         raise TypeError(f"gumbel_sample: {name} must be int32 or int64, got {t.dtype}")
@@ -535,5 +545,6 @@ def gumbel_sample(
         LANE_MAX=lane_max(chunk, block, use_fp64),
         BLOCK=block,
         num_warps=warps,
+        **_register_cap(logits.dtype, device),
     )
     return out
