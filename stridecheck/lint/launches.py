@@ -715,7 +715,7 @@ class _Collector:
             if len(pos) == 1 and _nargs(value) == 1:
                 func = value.func
                 name = dotted(func.func) if isinstance(func, ast.Call) else dotted(func)
-                if name and name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
+                if name and name.split(".")[-1] in {"jit", "autotune", "heuristics", *_KERNEL_WRAPPERS}:
                     return dotted(pos[0])
         return None
 
@@ -1403,10 +1403,10 @@ class _Collector:
         func = call.func
         grid_node = None
         if isinstance(func, ast.Subscript):
-            target = dotted(func.value)
+            target = _launched(func.value)
             grid_node = _sub_index(func, self.src)
         elif isinstance(func, ast.Attribute) and func.attr == "run":
-            target = dotted(func.value)
+            target = _launched(func.value)
             grid_node = _kwarg(call, "grid")
         else:
             return
@@ -1486,6 +1486,23 @@ class _Collector:
                 out.append((a.keyword, a.value))
             return out
         return None
+
+
+# Wrappers that hand a kernel to torch.compile's tracing and launch it unchanged:
+# `torch.library.wrap_triton(k)[grid](...)` (`capture_triton`, its name before torch 2.6).
+_KERNEL_WRAPPERS = frozenset({"wrap_triton", "capture_triton"})
+
+
+def _launched(node) -> str | None:
+    """The name of what ``node[grid](...)`` launches: ``k`` for ``k`` and for ``wrap_triton(k)``."""
+    d = dotted(node)
+    if d is not None or not isinstance(node, ast.Call):
+        return d
+    if len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred):
+        name = dotted(node.func) or ""
+        if name.split(".")[-1] in _KERNEL_WRAPPERS:
+            return dotted(node.args[0])
+    return None
 
 
 def _any_between(lines: list[int], first: int, last: int) -> bool:

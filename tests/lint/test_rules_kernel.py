@@ -107,6 +107,26 @@ def launch(out, col):
     assert findings(src, "SC001") == []
 
 
+def test_sc001_reads_a_launch_through_wrap_triton():
+    # torch.library.wrap_triton(k)[grid](...) launches k (torchao's custom ops): the launcher's
+    # allocation is seen; the same launcher passing a tensor of unknown layout still fires.
+    allocated = SLICE_BY_SCALAR + '''
+from torch.library import wrap_triton
+
+
+def launch(x, col):
+    out = x.new_zeros((x.shape[0], 256))
+    wrap_triton(k)[(out.shape[0],)](out.view(torch.uint8), out.stride(0), col, out.shape[1] // 4, BLOCK=64)
+    return out
+'''
+    assert findings(allocated, "SC001") == []
+    unknown = allocated.replace("out = x.new_zeros((x.shape[0], 256))", "out = x")
+    assert [t for _, t in findings(unknown, "SC001")] == ["col * n_cols"]
+    aliased = unknown.replace("wrap_triton(k)[", "kk[").replace("    out = x\n", "    out = x\n    kk = wrap_triton(k)\n")
+    assert [t for _, t in findings(aliased, "SC001")] == ["col * n_cols"]
+    assert findings(aliased.replace("    out = x\n", "    out = x.contiguous()\n"), "SC001") == []
+
+
 def test_sc001_silent_when_the_size_is_built_from_a_stride():
     src = SLICE_BY_SCALAR + '''
 def launch(out, col):
