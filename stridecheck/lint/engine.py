@@ -210,8 +210,9 @@ def decode_source(data: bytes, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[s
     return text, encoding
 
 
-# libcst's native parser overflows its stack (a segfault, not an exception) on very deep nesting:
-# measured crashing at 3,000 nested parentheses. CPython itself refuses more than 200 nested
+# libcst's native parser (which checks named files without `triton` and the result of `--fix`;
+# the analysis parses with `ast`) overflows its stack (a segfault, not an exception) on very deep
+# nesting: measured crashing at 3,000 nested parentheses. CPython itself refuses more than 200 nested
 # brackets, so a run of 200 openers is invalid Python anyway; long runs of unary operators parse
 # in CPython up to its own limit, so those get a wider margin. Substring tests keep this check at
 # memchr speed on every file.
@@ -308,10 +309,12 @@ def _build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tupl
 def _python_location(text: str) -> tuple | None:
     """Python's own account of a syntax error (``("parse", reason, line, column)``), or None.
 
-    libcst's parser reports where its grammar gave up, which can be a line or more after the
-    mistake (``def f(:`` is blamed on the next line); CPython's points at the token users know
-    from their editor. Called only for files libcst refused, so it costs nothing on clean runs;
-    when CPython accepts the file (syntax newer than libcst's grammar), libcst's account stands."""
+    libcst's parser (the syntax-only check of named files without ``triton``) reports where its
+    grammar gave up, which can be a line or more after the mistake (``def f(:`` is blamed on the
+    next line); CPython's points at the token users know from their editor. The analysis parses
+    with ``ast`` and so already gives CPython's account. Called only for files that failed to
+    parse, so it costs nothing on clean runs; when CPython accepts the file (syntax newer than
+    the running Python's that libcst reads), libcst's account stands."""
     try:
         compile(text, "<stridecheck>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
@@ -324,8 +327,9 @@ def _python_location(text: str) -> tuple | None:
 
 def _syntax_check(text: str, path: str, module: str | None) -> tuple:
     """A file named explicitly that never mentions ``triton``: it holds no kernel and no launch
-    of one that the prefilter would let through, so only its syntax is checked (with libcst, the
-    parser of the analysis, which reads newer syntax than the running Python may)."""
+    of one that the prefilter would let through, so only its syntax is checked, with libcst: it
+    reads syntax newer than the running Python, and a file no analysis reads is not failed for
+    that (the analysis itself parses with the running Python's ``ast``)."""
     import libcst
 
     try:

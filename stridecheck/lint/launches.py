@@ -13,7 +13,8 @@ Entry point (called by ``stridecheck.lint.access_model.build_module_model``)::
   import is kept with its leading dots and the linker resolves it from the model's path.
 
 It returns a :class:`LaunchInfo` with ``launches`` (every ``kernel[grid](...)`` and
-``kernel.run(...)`` in a function, method or at module level), ``imports`` (local name -> dotted
+``kernel.run(...)`` in a function, method or at module level, ``kernel`` also written
+``torch.library.wrap_triton(kernel)``; one at module level has no launcher), ``imports`` (local name -> dotted
 name) and ``kernel_aliases`` (variable -> the name it holds, for ``k = _kernel``,
 ``k = triton.autotune(...)(_impl)``, ``self.kernel = _kernel``). Nothing here knows which names are
 kernels: the linker resolves targets against the index of kernels of the whole tree.
@@ -30,7 +31,11 @@ so its facts survive only where they agree with the facts before it. A fact is:
   ``if not t.is_contiguous(): raise``), *fresh* (allocated in the launcher);
 * an integer variable came from ``t.shape[i]``/``t.size(i)``/tuple unpacking of ``t.shape``
   (``n, v = logits.shape``), ``t.stride(i)``, ``t.numel()``, a product of sizes, or a literal;
-* a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something.
+* a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something;
+* the extents a tensor is known to cover (``ArgOrigin.vetted``): every extent when the launcher
+  allocates it (a view of the allocation too: ``x.new_empty(M, K).as_strided(...)``,
+  ``y.view(...)``/``y.as_strided(y.size(), ...)`` of an allocated ``y``) or checks it, the tensor
+  it was assigned from (``dX = dY``), and what both arms of ``a if c else b`` cover.
 
 Beyond the launcher (``ArgOrigin.contiguous_in_module`` only; ``contiguous`` stays the launcher's own
 fact): a parameter is contiguous at entry when every call of the launcher in the module (two levels
@@ -42,8 +47,9 @@ Spans and texts are those libcst reports (this module read libcst's tree until t
 libcst for speed; findings and ``--fix`` edits depend on them, byte for byte): columns count
 characters (``ast`` counts UTF-8 bytes), an expression's span leaves out its own parentheses (a
 parenthesised tuple or a generator expression included, whose ``ast`` range holds them), and the
-text of a parenthesised expression is its source with those parentheses, verbatim
-(:class:`_Source`).
+text of a parenthesised expression is its source with those parentheses, verbatim but for the
+indentation of its block on continuation lines (:class:`_Source`). A test compares them with
+libcst's on awkward sources (``tests/lint/test_launch_positions.py``).
 
 Cost: one walk over the statements of the functions that hold a launch, nothing else.
 """
