@@ -9,9 +9,10 @@ read from L2) and of eager calls (``us_eager``, the guard's host cost included).
 bytes each must move at least (the logits read once; for resample a target and a draft row per
 request) over the measured device-to-device copy bandwidth (bytes read plus written per second).
 
-Usage: ``PYTHONPATH=. python benchmarks/sampling.py --out DIR [--quick] [--variants]``.
-Writes ``DIR/sampling.json`` and ``DIR/sampling.md``; ``--variants`` also sweeps the kernels'
-launch configurations (block, warps) at the large sizes and writes ``DIR/variants.json``.
+Usage: ``PYTHONPATH=. python benchmarks/sampling.py --out DIR [--quick] [--variants] [--ts ..] [--vs ..]
+[--impls ..]``. Writes ``DIR/sampling.json`` and ``DIR/sampling.md``; ``--variants`` also runs the
+version-7 experiments of benchmarks/NOTES.md (scratch padding, prefetch, splits, resample launch
+configurations; each row with the registers of the kernels it compiled) into ``DIR/variants.json``.
 """
 
 from __future__ import annotations
