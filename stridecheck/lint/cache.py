@@ -79,6 +79,14 @@ class _ModelPickler(pickle.Pickler):
         return cls, tuple([getattr(obj, n) for n in names])
 
 
+def dumps(obj) -> bytes:
+    """``pickle.dumps`` with model objects written as :class:`_ModelPickler` writes them (the
+    engine's workers send their models this way: the parent reads them back several times faster)."""
+    buf = io.BytesIO()
+    _ModelPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
 class _ModelUnpickler(pickle.Unpickler):
     """Reads back only what the cache writes: dicts, tuples, strings, numbers, and the plain data
     classes of :mod:`stridecheck.lint.model`. A cache file is in the working tree, where a pull
