@@ -321,8 +321,15 @@ class _Source:
         self.source = source
         self.tree = tree
         self._statements: list[tuple[int, int]] | None = None
-        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+        self._starts: list[int] | None = None
         self._lines: list[str] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        """The offset of each line's first character (computed when a position is first asked)."""
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in _NEWLINE.finditer(self.source)]
+        return self._starts
 
     def line(self, n: int) -> str:
         if self._lines is None:
