@@ -117,3 +117,17 @@ def test_model_without_libcst_parse(monkeypatch):
     with pytest.raises(ParseFailure) as err:
         build_module_model("import triton\ndef f(:\n", path="m.py", module=None, options=AnalysisOptions())
     assert err.value.line == 2
+
+
+@pytest.mark.parametrize(
+    ("module", "path", "kernels", "helper"),
+    [
+        ("pkg.ops", "src/pkg/ops.py", "pkg.kernels", "common.ops.helper"),
+        ("pkg", "src/pkg/__init__.py", "pkg.kernels", "common.ops.helper"),  # a package's own module
+        (None, None, ".kernels", "..common.ops.helper"),  # no module name: the dots stay
+    ],
+)
+def test_relative_imports_resolve_against_the_module(module, path, kernels, helper):
+    src = "from . import kernels\nfrom .kernels import _fwd as fwd\nfrom ..common.ops import helper\nimport a.b as ab, c.d\n"
+    imports = collect(ast.parse(src), src, module_name=module, path=path).imports
+    assert imports == {"kernels": kernels, "fwd": f"{kernels}._fwd", "helper": helper, "ab": "a.b", "c": "c"}
