@@ -3,7 +3,8 @@
 Exit codes of ``lint`` (as ruff's): 0 nothing reported; 1 any finding reported (or, with
 ``--diff``, a change to show); 2 a usage or configuration error, or an internal error in some
 file (reported after everything else). Importing this module imports neither torch, triton nor
-libcst: the parser is loaded in the workers that need it.
+libcst: linting parses with Python's ``ast``; libcst is loaded only where ``--fix`` checks its
+result.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Kernel discovery and the per-kernel access model, read from Python's ``ast``.
 
-Why ``ast`` and not the libcst tree: the model needs a source range for every product it keeps,
-and libcst computes positions by re-generating the whole module (about twice the cost of its
-parse); ``ast`` carries them for free and parses an order of magnitude faster. The libcst tree is
-still parsed once per module (for the launch side and ``--fix``); this module never touches it.
+Why ``ast`` and not libcst: the model needs a source range for every product it keeps, and
+libcst computes positions by re-generating the whole module (about twice the cost of its parse);
+``ast`` carries them for free and parses an order of magnitude faster. The launch side
+(:mod:`stridecheck.lint.launches`) reads the same ``ast`` tree; libcst is used only to check the
+result of ``--fix``.
 
 How an address is read. Every expression of a kernel is evaluated, statement by statement, into
 a *sum of products* (``_Value``): ``x_ptr + row * x_stride + offs`` is three summands, each a list
