@@ -10,8 +10,9 @@ bytes each must move at least (the logits read once; for resample a target and a
 request) over the measured device-to-device copy bandwidth (bytes read plus written per second).
 
 Usage: ``PYTHONPATH=. python benchmarks/sampling.py --out DIR [--quick] [--variants] [--ts ..] [--vs ..]
-[--impls ..]``. Writes ``DIR/sampling.json`` and ``DIR/sampling.md``; ``--variants`` also runs the
-version-7 experiments of benchmarks/NOTES.md (scratch padding, prefetch, splits, resample launch
+[--impls ..] [--launch-floor]``. Writes ``DIR/sampling.json`` and ``DIR/sampling.md``
+(``--launch-floor``: also ``DIR/launch_floor.json``, an empty Triton kernel's graph-replay time,
+with the table's harness); ``--variants`` also runs the version-7 experiments of benchmarks/NOTES.md (scratch padding, prefetch, splits, resample launch
 configurations; each row with the registers of the kernels it compiled) into ``DIR/variants.json``.
 """
 
@@ -151,6 +152,33 @@ def _sample_calls(impl: str, T: int, V: int, dtype: torch.dtype):
             bytes_moved = T * V * elt
         calls.append(call)
     return calls, bytes_moved
+
+
+@triton.jit
+def _empty_kernel(x_ptr):
+    # Nothing: what a launch costs by itself under graph replay.
+    pass
+
+
+def launch_floor() -> list[dict]:
+    """Graph-replay time of an empty Triton kernel (the harness of the table): one program of 4
+    warps, and gumbel_sample's own grid and warps at T = 1 and 8, V = 151,936 and 262,144."""
+    x = torch.empty(1, device="cuda")
+    rows = []
+    grids = [("one program", 1, 1, 4)]
+    for T in (1, 8):
+        for V in (151936, 262144):
+            _, warps, splits = sample_mod.launch_config(T, V, torch.float32, torch.device("cuda"), False)
+            grids.append((f"gumbel_sample grid T={T} V={V}", T, splits, warps))
+    for label, rows_, splits, warps in grids:
+        def call(rows_=rows_, splits=splits, warps=warps):
+            _empty_kernel[(rows_, splits)](x, num_warps=warps)
+
+        row = dict(impl="empty_triton_kernel", grid=label, programs=rows_ * splits, num_warps=warps,
+                   us_graph=round(_graph_us([call] * 8), 2))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
 
 
 IMPLS = ("guarded_kernels.gumbel_sample", "guarded_kernels.resample", "torch_gumbel", "torch_multinomial")
@@ -303,6 +331,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="T in {1, 1024}, V = 262144 only")
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--no-table", action="store_true")
+    ap.add_argument("--launch-floor", action="store_true",
+                    help="also time an empty Triton kernel under graph replay (DIR/launch_floor.json)")
     ap.add_argument("--ts", type=int, nargs="*", help="row counts of the table (default: the issue's)")
     ap.add_argument("--vs", type=int, nargs="*", help="vocabularies of the table (default: the issue's)")
     ap.add_argument("--impls", nargs="*", choices=IMPLS, help="implementations of the table (default: all)")
@@ -317,6 +347,8 @@ def main() -> None:
         copy_bandwidth_GBps=bw / 1e9,
     )
     print(json.dumps(meta), flush=True)
+    if args.launch_floor:
+        (args.out / "launch_floor.json").write_text(json.dumps(dict(meta, rows=launch_floor()), indent=1))
     if args.variants:
         variants = run_variants(bw)
         (args.out / "variants.json").write_text(json.dumps(dict(meta, rows=variants), indent=1))

@@ -81,6 +81,26 @@ def test_hash_bytes_are_uniform(device):
     assert abs(r) < 6 / math.sqrt(n)
 
 
+@pytest.mark.parametrize("bits", ["top", "bottom"])
+def test_hash_of_tokens_apart_is_jointly_uniform(device, bits):
+    # The draw of a row compares the noise of all its tokens, so pairs of tokens must be
+    # independent too, not only each one uniform: the 4 top (or bottom) bits of h(t) and of h(t + d)
+    # over 256 joint cells, 2**16 pairs per lag, for lags 1 .. 4,096 (the block sizes and strides
+    # of the kernels' loops are powers of two). Per lag the statistic is chi-square with 255 dof;
+    # alpha = 1e-6 per lag (fixed inputs, so a fixed verdict): a lattice structure, as from a
+    # token multiplier without the finaliser, fails by orders of magnitude.
+    n, lags = 1 << 16, (1, 2, 3, 16, 256, 4096)
+    token = torch.arange(n + max(lags), device=device)
+    seed = torch.full_like(token, 987654321)
+    pos = torch.full_like(token, 5)
+    h = token_hashes(seed, pos, token).cpu().numpy().view(np.uint32).astype(np.int64)
+    nib = (h >> 28) if bits == "top" else (h & 15)
+    for d in lags:
+        counts = np.bincount(nib[:n] * 16 + nib[d : n + d], minlength=256)
+        _, p, _ = chi2_pvalue(counts, np.full(256, 1 / 256))
+        assert p > 1e-6, (d, p)
+
+
 def _exact_noise(v):
     return -np.log2(-np.log1p(-v) * math.log2(math.e))
 
