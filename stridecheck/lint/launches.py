@@ -48,10 +48,13 @@ libcst for speed; findings and ``--fix`` edits depend on them, byte for byte): c
 characters (``ast`` counts UTF-8 bytes), an expression's span leaves out its own parentheses (a
 parenthesised tuple or a generator expression included, whose ``ast`` range holds them), and the
 text of a parenthesised expression is its source with those parentheses, verbatim but for the
-indentation of its block on continuation lines (:class:`_Source`). A test compares them with
-libcst's on awkward sources (``tests/lint/test_launch_positions.py``).
+indentation of its block on continuation lines (a line joined by a backslash kept as written;
+:class:`_Source`). A test compares them with libcst's on awkward sources
+(``tests/lint/test_launch_positions.py``). One difference is kept on purpose: on a line indented
+with a form feed libcst's columns are off by one, these count the form feed as one character.
 
-Cost: one walk over the statements of the functions that hold a launch, nothing else.
+Cost: one walk over the statements of the functions that hold a launch; a second, over the
+statements alone, only where a launch's text spans lines or a comment sits among its arguments.
 """
 
 from __future__ import annotations
@@ -308,6 +311,7 @@ _STRINGS = (str, bytes)
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_COMMENT_OR_QUOTE = re.compile(r"[#'\"]")
 
 
 class _Source:
@@ -320,7 +324,8 @@ class _Source:
     def __init__(self, source: str, tree: ast.Module | None = None):
         self.source = source
         self.tree = tree
-        self._statements: list[tuple[int, int]] | None = None
+        self._statements: list[tuple[int, int, str]] | None = None  # (start, end offset, indent)
+        self._statement_starts: list[int] | None = None
         self._starts: list[int] | None = None
         self._lines: list[str] | None = None
 
@@ -391,9 +396,9 @@ class _Source:
                     p -= 1
                 # the line above may end in a comment
                 ls = max(src.rfind("\n", 0, p + 1), src.rfind("\r", 0, p + 1)) + 1
-                hash_at = _comment_start(src[ls : p + 1])
+                hash_at = self.comment_start(ls, p + 1)
                 if hash_at >= 0:
-                    p = ls + hash_at - 1
+                    p = hash_at - 1
             elif c == "\\" and p + 1 < len(src) and src[p + 1] in "\r\n":
                 p -= 1
             else:
@@ -452,21 +457,107 @@ class _Source:
         end_line, end_col = self.position(e)
         return Span(line, col + 1, end_line, end_col + 1)
 
-    def indentation(self, line: int) -> str:
-        """The indentation of the block whose statement holds ``line``: the leading whitespace of
-        the first line of the innermost statement around it."""
-        if self._statements is None:
-            self._statements = sorted(
-                (s.lineno, s.end_lineno or s.lineno) for s in ast.walk(self.tree) if isinstance(s, ast.stmt)
-            ) if self.tree is not None else []
-        first = 0
-        for a, b in self._statements:
-            if a > line:
-                break
-            if b >= line:
-                first = a
-        text = self.line(first) if first else ""
-        return text[: len(text) - len(text.lstrip(" \t\f"))]
+    def comment_start(self, line_start: int, line_end: int, anchor: int | None = None) -> int:
+        """The offset of the ``#`` that starts a comment in ``source[line_start:line_end]`` (one
+        line), -1 when none. The line may start inside a string of several lines (``#\"\"\"; x``):
+        it is read from ``anchor``, a token's start at or before it (by default the start of the
+        last statement that begins at or before it)."""
+        src = self.source
+        if src.find("#", line_start, line_end) < 0:
+            return -1
+        i = self._statement_before(line_start) if anchor is None else anchor
+        while True:
+            m = _COMMENT_OR_QUOTE.search(src, i, line_end)
+            if m is None:
+                return -1
+            i = m.start()
+            if src[i] != "#":
+                i = _string_end(src, i)
+            elif i >= line_start:
+                return i
+            else:
+                m = _NEWLINE.search(src, i, line_end)
+                if m is None:
+                    return -1
+                i = m.end()
+
+    def _statement_before(self, offset: int) -> int:
+        """The start of the last statement that begins at or before ``offset`` (0 when none): a
+        token's start, outside any string or comment."""
+        self._index_statements()
+        starts = self._statement_starts
+        i = bisect.bisect_right(starts, offset) - 1
+        return starts[i] if i >= 0 else 0
+
+    def _index_statements(self) -> None:
+        """Each statement's offsets and the indentation of its block, as libcst reads it: a block
+        is indented by its first statement's line's leading whitespace (a form feed included)
+        when that statement starts its own logical line; a body on its header's logical line
+        (``if x: a``, ``if x: \\`` then ``a``) is in the header's block."""
+        if self._statements is not None:
+            return
+        out: list[tuple[int, int, str]] = []
+        if self.tree is not None:
+            self._index_body(self.tree.body, "", None, out)
+        out.sort(key=lambda t: t[0])
+        self._statements = out
+        self._statement_starts = [t[0] for t in out]
+
+    def _index_body(self, body, outer: str, header, out: list) -> None:
+        if not body:
+            return
+        indent = outer if header is not None and self._on_header_line(body[0], header) else None
+        if indent is None:
+            first = body[0]
+            line = first.decorator_list[0].lineno if getattr(first, "decorator_list", None) else first.lineno
+            text = self.line(line)
+            indent = text[: len(text) - len(text.lstrip(" \t\f"))]
+        starts = self.starts
+        for stmt in body:
+            s = starts[stmt.lineno - 1] + self.column(stmt.lineno, stmt.col_offset)
+            e = starts[stmt.end_lineno - 1] + self.column(stmt.end_lineno, stmt.end_col_offset)
+            out.append((s, e, indent))
+            for name in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, name, None)
+                if inner:
+                    self._index_body(inner, indent, stmt, out)
+            for handler in getattr(stmt, "handlers", ()):
+                self._index_body(handler.body, indent, handler, out)
+            cases = getattr(stmt, "cases", None)
+            if cases:
+                # the cases are a block of their own, always on lines of their own
+                text = self.line(cases[0].pattern.lineno)
+                case_indent = text[: len(text) - len(text.lstrip(" \t\f"))]
+                for case in cases:
+                    self._index_body(case.body, case_indent, case.pattern, out)
+
+    def _on_header_line(self, first, header) -> bool:
+        """Whether statement ``first`` continues the logical line of ``header`` (a statement,
+        handler or case pattern before it): written after the colon, or on a line joined to the
+        previous one by a backslash (not one in a comment)."""
+        if getattr(first, "decorator_list", None):
+            return False  # a compound statement: on a line of its own
+        line = first.lineno
+        if self.line(line)[: self.column(line, first.col_offset)].strip(" \t\f"):
+            return True
+        above = self.line(line - 1)
+        if not above.endswith("\\"):
+            return False
+        ls = self.starts[line - 2]
+        return self.comment_start(ls, ls + len(above), self.offsets(header)[0]) < 0
+
+    def indentation(self, offset: int) -> str:
+        """The indentation of the block of the innermost statement around ``offset``: what libcst
+        leaves off the lines of an expression of that statement that its brackets continue."""
+        self._index_statements()
+        statements = self._statements
+        i = bisect.bisect_right(self._statement_starts, offset) - 1
+        while i >= 0:
+            _, e, indent = statements[i]
+            if e >= offset:
+                return indent
+            i -= 1
+        return ""
 
     def text(self, node, shared: tuple[int, int] | None = None) -> str:
         """libcst's text of an expression: with its own parentheses when it has any, verbatim but
@@ -497,7 +588,7 @@ class _Source:
         if own:
             text = src[s:e]
             if "\n" in text or "\r" in text:
-                indent = self.indentation(node.lineno)
+                indent = self.indentation(s)
                 if indent:
                     text = _dedent_lines(text, indent)
             return text.strip()
@@ -551,7 +642,8 @@ def _string_end(src: str, i: int) -> int:
 
 def _dedent_lines(text: str, indent: str) -> str:
     """``text`` with ``indent`` taken off the start of every line after the first that begins with
-    it, outside string literals."""
+    it, outside string literals; a line joined to the one above by a backslash is kept as written
+    (libcst keeps such a join, and what follows it, as plain whitespace)."""
     out = []
     i = last = 0
     n = len(text)
@@ -563,6 +655,9 @@ def _dedent_lines(text: str, indent: str) -> str:
         if c == "#":
             while i < n and text[i] not in "\r\n":
                 i += 1
+            continue
+        if c == "\\" and i + 1 < n and text[i + 1] in "\r\n":
+            i += 3 if text.startswith("\r\n", i + 1) else 2
             continue
         if c in "\r\n":
             i += 2 if text.startswith("\r\n", i) else 1
@@ -583,22 +678,6 @@ def _escaped(src: str, at: int) -> bool:
         count += 1
         k -= 1
     return count % 2 == 1
-
-
-def _comment_start(line: str) -> int:
-    """Index of the ``#`` that starts a comment on one line of code, -1 when none."""
-    if "#" not in line:
-        return -1
-    i, n = 0, len(line)
-    while i < n:
-        c = line[i]
-        if c == "#":
-            return i
-        if c in "'\"":
-            i = _string_end(line, i)
-            continue
-        i += 1
-    return -1
 
 
 def _subscript_elements(node: ast.Subscript, src: _Source) -> list:

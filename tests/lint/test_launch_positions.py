@@ -90,6 +90,44 @@ SOURCES = {
 }
 
 
+# Sources whose lines are not all plain indentation, written out (textwrap.dedent would change them).
+RAW_SOURCES = {
+    # a backslash line join inside an argument's own parentheses: kept verbatim, indentation too
+    "join_in_parentheses": "def f(a, n):\n    k[g](n, (a \\\n            .stride(1)), a)\n",
+    "join_then_newline": (
+        "def f(a, n):\n    k[g](n, (a \\\n     \n        .stride(1)), ('x' \\\n        'y'))\n"
+    ),
+    # a body on its header's line (joined by `\`): the block is the header's
+    "suite_after_join": "def f(a, n):\n    if a: \\\n        k[g](n, (a\n            .stride(1)), a)\n",
+    "suite_after_join_nested": (
+        "def f(a, n):\n    for i in n:\n        if a: n = 1; \\\n            k[g](n, (a\n                .stride(1)), a)\n"
+    ),
+    "with_suite_after_join": "def f(a, n):\n    with a: \\\n        k[g](n, (a\n            .stride(1)), a)\n",
+    "statement_after_join": "def f(a, n):\n    z = 1; \\\n        k[g](n, (a\n            .stride(1)), a)\n",
+    "header_comment_ends_in_backslash": (
+        "def f(a, n):\n    if a:  # c \\\n        k[g](n, (a\n            .stride(1)), a)\n"
+    ),
+    # a statement that starts after a string of several lines, on that string's last line
+    "after_string": 'def f(a, n):\n    s = """\n"""; k[g](n, (\n        a.stride(1)), a)\n',
+    # the line above starts inside a string that holds `#`: no comment there
+    "hash_in_string_tail": 'def f(a, n):\n    s = """\n#"""; k[g](n, (\n        a.stride(1)), a)\n',
+    "hash_in_string_tail_tuple": 'def f(a, n):\n    s = """\n#"""; k[g](n, (a,\n), a)\n',
+    "hash_in_string_tail_comment": (
+        'def f(a, n):\n    s = """\n#"""; k[g](n, (a,  # c\n), (  # c\n        a.stride(1)), a)\n'
+    ),
+}
+
+# A form feed in the indentation: libcst's columns on that line (and, when the feed is in the
+# block's first statement, on the block's other lines) are one too many or too few; ``ast``'s
+# are right, so only texts are compared. The block's indentation is its first statement's.
+FORM_FEED_SOURCES = {
+    "not_first": "def f(a, n):\n    n = 1\n\x0c    k[g](n, (a\n        .stride(1)), a)\n",
+    "not_first_mid": "def f(a, n):\n    n = 1\n  \x0c    k[g](n, (a\n        .stride(1)), a)\n",
+    "first": "def f(a, n):\n\x0c    k[g](n, (a\n        .stride(1)), a)\n",
+    "first_then_other": "def f(a, n):\n\x0c    n = 1\n    k[g](n, (a\n        .stride(1)), a)\n",
+}
+
+
 def _libcst_launches(src: str):
     """(grid text, [(arg span, arg text)]) of each launch, as libcst reads them."""
     module = cst.parse_module(src)
@@ -165,6 +203,32 @@ def test_spans_and_texts_are_libcst_s(name):
         assert g_span == w_span
         assert g_grid == w_grid
         assert sorted(g_args, key=_key) == sorted(w_args, key=_key)
+
+
+@pytest.mark.parametrize("name", sorted(RAW_SOURCES))
+def test_raw_spans_and_texts_are_libcst_s(name):
+    src = RAW_SOURCES[name]
+    want = [(s, g, sorted(a, key=_key)) for s, g, a in _libcst_launches(src)]
+    got = [(s, g, sorted(a, key=_key)) for s, g, a in _ast_launches(src)]
+    assert len(want) == 1
+    assert got == want
+
+
+@pytest.mark.parametrize("name", sorted(FORM_FEED_SOURCES))
+def test_texts_under_form_feed_are_libcst_s(name):
+    src = FORM_FEED_SOURCES[name]
+    want = [(g, sorted(t for _, t in a)) for _, g, a in _libcst_launches(src)]
+    got = [(g, sorted(t for _, t in a)) for _, g, a in _ast_launches(src)]
+    assert len(want) == 1
+    assert got == want
+
+
+def test_form_feed_columns_count_characters():
+    # `\f` is one character of the line: `n` in `\f    k[g](n, ...` is its 10th (libcst says 9th).
+    src = FORM_FEED_SOURCES["not_first"]
+    (launch,) = collect(ast.parse(src), src).launches
+    assert launch.args[0].span == Span(3, 11, 3, 12)
+    assert launch.args[1].span == Span(3, 15, 4, 19)
 
 
 def _key(arg):
