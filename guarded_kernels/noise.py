@@ -135,10 +135,32 @@ def row_key(seed, pos, STREAM: tl.constexpr):
 
 
 @triton.jit
+def token_product(token):
+    """``token * 0x9E3779B1`` (mod 2**32), the per-token input of :func:`token_hash_of_product`:
+    ``token`` int32/int64 block of token ids, returns uint32. A loop may carry it and step it by
+    ``BLOCK * 0x9E3779B1`` (one add per element instead of an add and a multiply)."""
+    return token.to(tl.uint32) * 0x9E3779B1
+
+
+@triton.jit
+def token_hash_of_product(key, m):
+    """``fmix32(key ^ m)`` for ``key`` uint32 scalar and ``m = token_product(token)`` uint32 block:
+    the same bits as :func:`token_hash`. fmix32's first xorshift is split by
+    ``(a ^ b) >> 16 = (a >> 16) ^ (b >> 16)`` so that the key's half is computed once per
+    program; per element one three-input xor remains (benchmarks/NOTES.md, version 11)."""
+    h = (key ^ (key >> 16)) ^ m ^ (m >> 16)
+    h *= 0x85EBCA6B
+    h ^= h >> 13
+    h *= 0xC2B2AE35
+    h ^= h >> 16
+    return h
+
+
+@triton.jit
 def token_hash(key, token):
-    """Per-token 32-bit hash: ``key`` uint32 scalar, ``token`` int32/int64 block of token ids."""
-    t = token.to(tl.uint32)
-    return fmix32(key ^ (t * 0x9E3779B1))
+    """Per-token 32-bit hash ``fmix32(key ^ (token * 0x9E3779B1))``: ``key`` uint32 scalar,
+    ``token`` int32/int64 block of token ids; returns uint32."""
+    return token_hash_of_product(key, token_product(token))
 
 
 @triton.jit

@@ -22,7 +22,8 @@ from guarded_kernels.noise import (
     neg_log2_exponential,
     pack_key_index,
     row_key,
-    token_hash,
+    token_hash_of_product,
+    token_product,
     unpack_index,
     use_fast_log,
 )
@@ -75,6 +76,7 @@ def _sample_block(
     source_row_ptr,
     cache_row_ptr,
     idx,
+    idx_g,
     end,
     key,
     scale,
@@ -88,7 +90,8 @@ def _sample_block(
     FAST_LOG: tl.constexpr,
     LANE_MAX: tl.constexpr,
 ):
-    """One loaded block ``x`` of a row: cache the raw values, add the noise, update the maximum."""
+    """One loaded block ``x`` of a row (columns ``idx``, their ``token_product`` ``idx_g``): cache
+    the raw values, add the noise, update the maximum."""
     if HAS_CACHE:
         # The raw input values, before any temperature: a bit-exact copy.
         if HAS_SOURCE:
@@ -108,7 +111,7 @@ def _sample_block(
     if GREEDY:
         new_val, new_idx = _greedy_update(xf, idx, best_val, best_idx)
     else:
-        k = _sampled_key(xf, idx, key, scale, FAST_LOG, USE_FP64)
+        k = _sampled_key(xf, idx_g, key, scale, FAST_LOG, USE_FP64)
         if not LANE_MAX:
             # NaN compares false: a NaN logit never wins a sampled draw.
             upd = k > best_val
@@ -123,10 +126,11 @@ def _sample_block(
 
 
 @triton.jit
-def _sampled_key(xf, idx, key, scale, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
-    """The base-2 Gumbel-max key of columns ``idx`` with logits ``xf`` (the one expression both
-    the main loop and :func:`_lane_winner` evaluate, so that they agree bit for bit)."""
-    return xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, USE_FP64)
+def _sampled_key(xf, idx_g, key, scale, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
+    """The base-2 Gumbel-max key of the columns whose ``token_product`` is ``idx_g``, with logits
+    ``xf`` (the one expression both the main loop and :func:`_lane_winner` evaluate, so that they
+    agree bit for bit)."""
+    return xf * scale + neg_log2_exponential(token_hash_of_product(key, idx_g), FAST_LOG, USE_FP64)
 
 
 @triton.jit
@@ -152,7 +156,7 @@ def _lane_winner(logits_row_ptr, start, end, key, scale, best_val, FAST_LOG: tl.
             col = start + lane + j0 + j * BLOCK
             inside = col < end
             x = tl.load(logits_row_ptr + col, mask=inside, other=float("-inf")).to(tl.float32)
-            kv = tl.where(inside, _sampled_key(x, col, key, scale, FAST_LOG, False), float("-inf"))
+            kv = tl.where(inside, _sampled_key(x, token_product(col), key, scale, FAST_LOG, False), float("-inf"))
             km = tl.max(kv, 0)
             c = tl.min(tl.where(kv == km, col, 2147483647), 0)
             upd = km > found
@@ -182,20 +186,25 @@ def _walk_chunk(
                 x = x_next
                 x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
                 best_val, best_idx = _sample_block(
-                    x, source_row_ptr, cache_row_ptr, off + lanes, end, key, scale_f, best_val, best_idx,
-                    GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
+                    x, source_row_ptr, cache_row_ptr, off + lanes, token_product(off + lanes), end, key, scale_f,
+                    best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
                 )
     else:
+        # The token product is carried and stepped by BLOCK * 0x9E3779B1 (mod 2**32): one add per
+        # element. Written as off * G + lanes * G, the compiler factors it back into
+        # (off + lanes) * G, an add and a multiply (benchmarks/NOTES.md, version 11).
+        idx_g = token_product(start + lanes)
         for off in range(start, full_end, BLOCK):
             best_val, best_idx = _sample_block(
-                tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, end, key,
+                tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, idx_g, end, key,
                 scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
             )
+            idx_g += (BLOCK * 0x9E3779B1) % 4294967296
     if full_end < end:
         tail = full_end + lanes
         x = tl.load(logits_row_ptr + tail, mask=tail < end, other=float("-inf"))
         best_val, best_idx = _sample_block(
-            x, source_row_ptr, cache_row_ptr, tail, end, key, scale_f, best_val, best_idx,
+            x, source_row_ptr, cache_row_ptr, tail, token_product(tail), end, key, scale_f, best_val, best_idx,
             GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
         )
     return best_val, best_idx
