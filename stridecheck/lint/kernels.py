@@ -227,6 +227,12 @@ class _Factor:
     pid_blocks: frozenset = frozenset()  # constexprs a program id/loop counter is multiplied by
     loaded_from: frozenset = frozenset()  # pointer parameters of the loads it comes from
     bounds: frozenset = frozenset()  # parameters bounding it as a whole (comparisons)
+    # The index atoms it is computed from, a load being an atom of its own (its address does not
+    # flow on): ("pid", axis), ("arange", extent), ("loop", name), ("load", line, col), _OPAQUE.
+    leaves: frozenset = frozenset()
+    # Per comparison inside it: (bounding parameter, leaves of the bounded index, whether the
+    # comparison is a conjunct: not under `|`, `or` or a negation).
+    bound_sides: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +264,13 @@ class _Value:
 _EMPTY = _Value()
 
 
+# A value we cannot follow: whatever is bounded may flow into it.
+_OPAQUE = ("opaque",)
+
+
 def _merge(factors, text: str, **extra) -> _Factor:
     srcs, params, fd, blocks, pb, lf, bounds = set(), set(), set(), set(), set(), set(), set()
+    leaves, sides = set(), set()
     int64 = False
     for f in factors:
         srcs |= f.sources
@@ -271,12 +282,15 @@ def _merge(factors, text: str, **extra) -> _Factor:
         pb |= f.pid_blocks
         lf |= f.loaded_from
         bounds |= f.bounds
+        leaves |= f.leaves
+        sides |= f.bound_sides
         int64 = int64 or f.int64
     literal = all(f.literal for f in factors) if factors else False
     kw = dict(
         text=text, sources=frozenset(srcs), params=frozenset(params), int64=int64, literal=literal,
         floordiv=frozenset(fd), blocks=frozenset(blocks), pid_blocks=frozenset(pb),
-        loaded_from=frozenset(lf), bounds=frozenset(bounds),
+        loaded_from=frozenset(lf), bounds=frozenset(bounds), leaves=frozenset(leaves),
+        bound_sides=frozenset(sides),
     )
     kw.update(extra)
     return _Factor(**kw)
@@ -301,6 +315,22 @@ def _params_of(v: _Value) -> set[str]:
         if f.param:
             out.add(f.param)
     return out
+
+
+def _leaves_of(v: _Value) -> frozenset:
+    out: set = set()
+    for f in _all_factors(v):
+        out |= f.leaves
+    return frozenset(out)
+
+
+def _disjoined(v: _Value) -> _Value:
+    """``v`` with its comparisons no longer conjuncts (it sits under `|`, `or` or a negation)."""
+    def fix(f: _Factor) -> _Factor:
+        if not any(c for _, _, c in f.bound_sides):
+            return f
+        return replace(f, bound_sides=frozenset((p, lv, False) for p, lv, _ in f.bound_sides))
+    return replace(v, summands=tuple(replace(s, factors=tuple(fix(f) for f in s.factors)) for s in v.summands))
 
 
 def _with_int64(v: _Value, flag: bool) -> _Value:
@@ -337,6 +367,7 @@ class _Raw:
     span: Span
     writes: bool
     via_helper: str | None
+    in_loop: bool = False  # inside a loop of the kernel or of a helper it inlines
 
 
 @dataclass
@@ -367,6 +398,7 @@ class _Walker:
         self.stack = stack
         self.returned: _Value | None = None
         self.loops = 0  # depth of enclosing loops
+        self.in_loop = False  # a helper inlined inside a loop of its caller
         self.alts: dict[str, list[_Value]] = {}  # other values a name holds on another if-arm
         self.bounded_names = ctx.bounded_names(func)
 
@@ -392,7 +424,8 @@ class _Walker:
                 if self.loops and v.block is None and _base_summand(v, self) is None:
                     # An integer carried across iterations (`step += 1`): a loop counter.
                     v = self.collapse(s.target, [v], sources=frozenset({IndexSource.LOOP}) | frozenset(
-                        x for f in _all_factors(v) for x in f.sources), literal=False)
+                        x for f in _all_factors(v) for x in f.sources), literal=False,
+                        leaves=_leaves_of(v) | {("loop", s.target.id)})
                 self.env[s.target.id] = v
         elif isinstance(s, ast.Expr):
             self.eval(s.value)
@@ -474,7 +507,8 @@ class _Walker:
             int64 = any(f.int64 for v in vals[:2] for f in _all_factors(v))
             if isinstance(s.target, ast.Name):
                 self.env[s.target.id] = _Value((
-                    _Summand((_Factor(s.target.id, frozenset({IndexSource.LOOP}), int64=int64),),
+                    _Summand((_Factor(s.target.id, frozenset({IndexSource.LOOP}), int64=int64,
+                                      leaves=frozenset({("loop", s.target.id)})),),
                              self.ctx.src.span(s.target), s.target.id),
                 ))
         else:
@@ -482,7 +516,8 @@ class _Walker:
             for t in ast.walk(s.target):
                 if isinstance(t, ast.Name):
                     self.env[t.id] = _Value((
-                        _Summand((_Factor(t.id, frozenset({IndexSource.LOOP})),), self.ctx.src.span(t), t.id),
+                        _Summand((_Factor(t.id, frozenset({IndexSource.LOOP}), leaves=frozenset({("loop", t.id)})),),
+                                 self.ctx.src.span(t), t.id),
                     ))
         self._loop_carried(s.body)
         self.loops += 1
@@ -501,7 +536,7 @@ class _Walker:
                             n.target, [cur],
                             sources=frozenset({IndexSource.LOOP}) | frozenset(
                                 x for f in _all_factors(cur) for x in f.sources),
-                            literal=False,
+                            literal=False, leaves=_leaves_of(cur) | {("loop", n.target.id)},
                         )
 
     # -- expressions
@@ -543,7 +578,7 @@ class _Walker:
                 return replace(v, summands=tuple(replace(s, neg=not s.neg) for s in v.summands))
             if isinstance(node.op, ast.UAdd):
                 return v
-            return self.collapse(node, [v])
+            return _disjoined(self.collapse(node, [v]))
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Subscript):
@@ -557,7 +592,8 @@ class _Walker:
         if isinstance(node, ast.Compare):
             return self.compare(node)
         if isinstance(node, ast.BoolOp):
-            return self.collapse(node, [self.eval(v) for v in node.values])
+            v = self.collapse(node, [self.eval(v) for v in node.values])
+            return _disjoined(v) if isinstance(node.op, ast.Or) else v
         if isinstance(node, ast.IfExp):
             self.eval(node.test)
             a, b = self.eval(node.body), self.eval(node.orelse)
@@ -570,7 +606,8 @@ class _Walker:
             return self.collapse(node, [self.eval(e) for e in node.elts])
         if isinstance(node, ast.JoinedStr):
             return _EMPTY
-        return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER})))
+        return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER}),
+                                       leaves=frozenset({_OPAQUE})))
 
     def binop(self, op: ast.operator, a: _Value, b: _Value, node: ast.AST, right: ast.AST) -> _Value:
         if isinstance(op, ast.Add):
@@ -592,6 +629,8 @@ class _Walker:
         if isinstance(op, ast.FloorDiv):
             return self.collapse(node, [a, b], floordiv=frozenset(_params_of(b)) | frozenset(
                 f.text for f in _all_factors(b)))
+        if isinstance(op, ast.BitOr):
+            return _disjoined(self.collapse(node, [a, b]))
         return self.collapse(node, [a, b])
 
     def _pid_blocks(self, factors) -> frozenset:
@@ -614,19 +653,27 @@ class _Walker:
     def compare(self, node: ast.Compare) -> _Value:
         sides = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
         bounds: set[str] = set()
+        bsides: set = set()
         for i, op in enumerate(node.ops):
             if not isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
                 continue
             left, right = sides[i], sides[i + 1]
             li, ri = _is_index(left), _is_index(right)
             if li and not ri:
-                bounds |= _params_of(right)
+                index, size = left, right
             elif ri and not li:
-                bounds |= _params_of(left)
+                index, size = right, left
+            else:
+                continue
+            ps = _params_of(size)
+            bounds |= ps
+            lv = _leaves_of(index)
+            bsides |= {(p, lv, True) for p in ps}
         self.facts.bound |= bounds
         out = self.collapse(node, sides)
         s = out.summands[0]
-        f = replace(s.factors[0], bounds=s.factors[0].bounds | frozenset(bounds))
+        f = replace(s.factors[0], bounds=s.factors[0].bounds | frozenset(bounds),
+                    bound_sides=s.factors[0].bound_sides | frozenset(bsides))
         return _Value((replace(s, factors=(f,)),))
 
     def call(self, node: ast.Call) -> _Value:
@@ -653,11 +700,15 @@ class _Walker:
                 return base
             return self.collapse(node, [base] + args)
         if last == "program_id" and is_tl:
-            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.PROGRAM_ID})))
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.PROGRAM_ID}),
+                                           leaves=frozenset({("pid", self._arg_key(node))})))
         if last == "arange" and is_tl:
             ext = node.args[1] if len(node.args) > 1 else (node.args[0] if node.args else None)
             blocks = frozenset({self.ctx.src.text(ext)}) if ext is not None else frozenset()
-            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.ARANGE}), blocks=blocks))
+            # Two `tl.arange`s of the same extent are the same values (a helper's extent is
+            # read through its binding, so `BLOCK_N` bound to `BLOCK` is `BLOCK`).
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.ARANGE}), blocks=blocks,
+                                           leaves=frozenset({("arange", self._arg_key(node))})))
         if last in ("load", "store") or last in _ATOMICS:
             if is_tl:
                 return self.access(node, last)
@@ -686,7 +737,10 @@ class _Walker:
         if last in ("full", "zeros") and is_tl:
             vals = [self.eval(a) for a in node.args]
             int64 = any(_INT64.search(self.ctx.src.text(a)) for a in list(node.args[1:]) + [k.value for k in node.keywords])
-            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.CONSTEXPR}), int64=bool(int64)))
+            # `tl.full([B], head, ...)` carries `head` on.
+            leaves = frozenset(x for v in vals for x in _leaves_of(v))
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.CONSTEXPR}), int64=bool(int64),
+                                           leaves=leaves))
         if last == "where" and is_tl and len(node.args) == 3:
             self.eval(node.args[0])
             a, b = self.eval(node.args[1]), self.eval(node.args[2])
@@ -736,10 +790,12 @@ class _Walker:
         self.facts.helper_calls.append(HelperCall(helper.name, self.ctx.src.span(node), bindings))
         w = _Walker(self.ctx, helper, self.facts, env, {}, self.depth + 1, helper.name,
                     self.stack + (helper.name,))
+        w.in_loop = self.loops > 0 or self.in_loop
         w.block(helper.body)
         if w.returned is not None:
             return w.returned
-        return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER})))
+        return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER}),
+                                       leaves=frozenset({_OPAQUE})))
 
     def _mask_arg(self, node: ast.Call, op: str) -> ast.expr | None:
         for k in node.keywords:
@@ -771,7 +827,8 @@ class _Walker:
                 self.facts.used |= _params_of(v)  # a stride stored as a value is used
         if addr.block is not None:
             return self.block_access(node, addr, kind, mask)
-        self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper))
+        in_loop = self.loops > 0 or self.in_loop
+        self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper, in_loop))
         ps = _params_of(addr)
         if self.alts and ptr_node is not None:
             # The address read with each other value its names hold on another if-arm.
@@ -783,7 +840,7 @@ class _Walker:
                         other = self.eval(ptr_node)
                         if other.block is None:
                             self.facts.raws.append(_Raw(kind, other, mask, self.ctx.src.span(node),
-                                                        kind != "load", self.helper))
+                                                        kind != "load", self.helper, in_loop))
                             ps |= _params_of(other)
                     self.env[n.id] = saved
         self.facts.address |= ps
@@ -791,15 +848,32 @@ class _Walker:
         if kind == "load":
             base = _base_summand(addr, self)
             lf = frozenset({base.factors[0].param}) if base is not None else frozenset()
-            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED}), loaded_from=lf))
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED}), loaded_from=lf,
+                                           leaves=self._load_leaf(node)))
         return _EMPTY
 
     def block_access(self, node: ast.Call, bv: _Value, kind: str, mask: _Value | None = None) -> _Value:
         kind = "load" if kind == "load" else kind
-        self.facts.raws.append(_Raw(kind, bv, mask, self.ctx.src.span(node), kind != "load", self.helper))
+        self.facts.raws.append(_Raw(kind, bv, mask, self.ctx.src.span(node), kind != "load", self.helper,
+                                    self.loops > 0 or self.in_loop))
         if kind == "load":
-            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED})))
+            return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED}),
+                                           leaves=self._load_leaf(node)))
         return _EMPTY
+
+    def _load_leaf(self, node: ast.Call) -> frozenset:
+        """A loaded value is an index atom of its own: what its address was built from does not
+        flow on (a slot read at `tids` is not `tids`)."""
+        sp = self.ctx.src.span(node)
+        return frozenset({("load", sp.line, sp.column)})
+
+    def _arg_key(self, node: ast.Call) -> str:
+        """The arguments of a pure call, as their values read (not their spelling)."""
+        parts = []
+        for a in list(node.args) + [k.value for k in node.keywords]:
+            v = self.eval(a)
+            parts.append(" ".join(f.text for f in _all_factors(v)) or "".join(self.ctx.src.text(a).split()))
+        return ",".join(parts)
 
     def make_block(self, node: ast.Call, last: str) -> _Value:
         op = "block_ptr" if last == "make_block_ptr" else "descriptor"
@@ -1098,6 +1172,48 @@ def _def_span(func: ast.FunctionDef, src: SourceText) -> Span:
     return Span(line, col + 1, line, max(end, col + 1) + 1)
 
 
+def _mask_reach(mask: _Value | None, mask_bounds: tuple[str, ...], term_leaves: list[frozenset],
+                extra_leaves: frozenset = frozenset(), in_loop: bool = False):
+    """Per mask bound: the terms its bounded index reaches, and the terms it bounds whole.
+
+    A bounded index reaches the address when every index atom it is made of (program id, arange,
+    loop counter, loaded value) appears in the address: it, or a value computed from it other
+    than through a load, is then part of the written address. It reaches the terms sharing an atom
+    with it. It bounds a term whole when all its atoms are that term's and it is a conjunct. An
+    index we cannot follow (no atoms, or an opaque one) reaches every term. In a loop a loop
+    counter is not asked of the address: a pointer advanced each iteration (`y_ptrs += BLOCK *
+    stride`) carries the counter without naming it."""
+    if mask is None or not mask_bounds:
+        return ()
+    sides: dict[str, set] = {}
+    for f in _all_factors(mask):
+        for p, lv, conj in f.bound_sides:
+            sides.setdefault(p, set()).add((lv, conj))
+    everything = frozenset().union(*term_leaves, extra_leaves) if term_leaves else extra_leaves
+    all_terms = tuple(range(len(term_leaves)))
+    out = []
+    for p in mask_bounds:
+        reached: set[int] = set()
+        whole: set[int] = set()
+        got = sides.get(p)
+        if not got or _OPAQUE in everything:
+            reached.update(all_terms or (-1,))
+        for lv, conj in got or ():
+            if in_loop:
+                lv = frozenset(x for x in lv if x[0] != "loop")
+            if not lv or _OPAQUE in lv:
+                reached.update(all_terms or (-1,))
+                continue
+            if lv <= everything:
+                hit = {i for i, tl_ in enumerate(term_leaves) if tl_ & lv}
+                # Reached only through a block pointer's base: no term to name, -1 stands for it.
+                reached.update(hit or {-1})
+            if conj:
+                whole.update(i for i, tl_ in enumerate(term_leaves) if lv <= tl_)
+        out.append((p, tuple(sorted(reached)), tuple(sorted(whole))))
+    return tuple(out)
+
+
 def _make_access(raw: _Raw, kinds, consts, w) -> Access:
     mask_bounds: tuple[str, ...] = ()
     if raw.mask is not None:
@@ -1107,6 +1223,7 @@ def _make_access(raw: _Raw, kinds, consts, w) -> Access:
         blk = v.block
         base = _base_summand(blk.base, w)
         terms = []
+        term_leaves = []
         for i, (sv, span, text) in enumerate(blk.strides):
             off = blk.offsets[i] if i < len(blk.offsets) else None
             factors = []
@@ -1116,6 +1233,7 @@ def _make_access(raw: _Raw, kinds, consts, w) -> Access:
             if not factors:
                 continue
             terms.append(_make_term(_Summand(tuple(factors), span, text), kinds, consts))
+            term_leaves.append(frozenset().union(*(f.leaves for f in factors)))
         return Access(
             op=raw.op if raw.op in ("block_ptr", "descriptor") else raw.op,
             pointer=base.factors[0].param if base is not None else None,
@@ -1123,13 +1241,17 @@ def _make_access(raw: _Raw, kinds, consts, w) -> Access:
             byte_record=blk.base.byte_record,
             descriptor_strides=tuple(t for _, _, t in blk.strides) if raw.op in ("block_ptr", "descriptor") else (),
             via_helper=raw.via_helper,
+            mask_bound_reach=_mask_reach(raw.mask, mask_bounds, term_leaves, _leaves_of(blk.base), raw.in_loop),
         )
     base = _base_summand(v, w)
-    terms = [_make_term(s, kinds, consts) for s in v.summands if s is not base]
+    summands = [s for s in v.summands if s is not base]
+    terms = [_make_term(s, kinds, consts) for s in summands]
+    term_leaves = [frozenset().union(*(f.leaves for f in s.factors)) for s in summands]
     return Access(
         op=raw.op, pointer=base.factors[0].param if base is not None else None, terms=terms,
         span=raw.span, writes=raw.writes, mask_bounds=mask_bounds, byte_record=v.byte_record,
         via_helper=raw.via_helper,
+        mask_bound_reach=_mask_reach(raw.mask, mask_bounds, term_leaves, in_loop=raw.in_loop),
     )
 
 

@@ -112,6 +112,27 @@ class Access:
     byte_record: bool = False  # uint8/fp8/bitcast pointer: a constexpr record size is the step by design
     descriptor_strides: tuple[str, ...] = ()  # `strides=` texts of make_block_ptr/make_tensor_descriptor
     via_helper: str | None = None  # helper function name when the access sits in a helper
+    # Per mask bound, where the index it bounds reaches the address: (parameter, the indices into
+    # `terms` of the terms computed from that index (-1: the address outside its terms, a block
+    # pointer's base), the terms it bounds whole as a conjunct).
+    # A bound with no reached terms bounds only an index that never flows into the address (a
+    # read index, or one whose value goes on only through a load). None: not computed.
+    mask_bound_reach: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] | None = None
+
+    def reached_terms(self, bound: str) -> tuple[int, ...] | None:
+        """Indices into ``terms`` reached by the index the mask bound ``bound`` bounds (empty: it
+        never reaches the address); None when unknown (treat every term as reached)."""
+        if self.mask_bound_reach is None:
+            return None
+        for p, reached, _ in self.mask_bound_reach:
+            if p == bound:
+                return reached
+        return None
+
+    def covering_bounds(self, term: int) -> tuple[str, ...]:
+        """The mask bounds whose bounded index is made only of term ``term``'s index atoms,
+        under a conjunct: they bound that term's index on every stored lane."""
+        return tuple(p for p, _, whole in self.mask_bound_reach or () if term in whole)
 
     def term_dimension(self, term: "Term") -> int:
         """Which dimension ``term`` steps, counting the non-unit terms in source order (the

@@ -1,6 +1,8 @@
 """SC007 unchecked-width: a kernel stores through a pointer under a mask bounded by a size taken, at
 the launch, from a different tensor, and the launcher neither checks the written tensor's extent
-against it, nor allocated the written tensor, nor is wrapped by ``@stride_guard``. Reported at the
+against it, nor allocated the written tensor, nor is wrapped by ``@stride_guard``. A mask bound
+counts only when the index it bounds reaches the stored address (not a read index, not a slot
+loaded at it) in a term that no bound by the written tensor's own extent holds. Reported at the
 line where the launch begins, once per launch."""
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ def check(tree, options):
                 o = bl.bound.get(size)
                 if o is None or o.kind is not OriginKind.SHAPE or not o.tensor:
                     continue
-                if _fam(o) == _fam(written) or o.tensor == written.tensor or {o.tensor, _fam(o)} & set(written.vetted):
+                if _own(o, written):
                     continue  # bounded by its own extent (or by a tensor it is another name of)
                 if _checked(bl.launch.width_checks, written, o):
+                    continue
+                if not _bounds_written_address(bl, acc, size, written):
                     continue
                 hit = (written, o, size, acc)
                 break
@@ -50,6 +54,33 @@ def check(tree, options):
             source=o.text if o.text != size else (f"{o.tensor}.shape[{o.dim}]" if o.dim is not None else f"{o.tensor}.shape[...]"),
             other=o.tensor,
         )
+
+
+def _own(o, written) -> bool:
+    return _fam(o) == _fam(written) or o.tensor == written.tensor or bool({o.tensor, _fam(o)} & set(written.vetted))
+
+
+def _bounds_written_address(bl, acc, size, written) -> bool:
+    """Whether the index that ``size`` bounds reaches the stored address, in a term that no bound
+    by the written tensor's own extent already holds in (`pos < pool_width`). A bound on a read
+    index, or on one whose value reaches the address only through a load (a slot), does not."""
+    reached = acc.reached_terms(size)
+    if reached is None:
+        return True
+    for t in reached:
+        if t < 0:
+            return True
+        own = False
+        for q in acc.covering_bounds(t):
+            oq = bl.bound.get(q)
+            p = bl.kernel.param(q)
+            if p is not None and p.kind is not ParamKind.POINTER and oq is not None \
+                    and oq.kind is OriginKind.SHAPE and oq.tensor and _own(oq, written):
+                own = True
+                break
+        if not own:
+            return True
+    return False
 
 
 def _checked(checks, written, size_origin) -> bool:
