@@ -125,7 +125,7 @@ _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launche
 class _State:
     """Facts known at one point of a launcher."""
 
-    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted")
+    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -135,6 +135,9 @@ class _State:
         self.aliases: dict[str, str] = {}
         # tensor -> the tensors whose extents it is known to match (`*`: allocated here, or checked)
         self.vetted: dict[str, frozenset[str]] = {}
+        # name -> the tuple/list literals it may hold, one per path (`g_expect = (H, L)` on one arm
+        # of an `if`, `(H, L, K)` on the other): what a whole-shape comparison with it checks.
+        self.seq_paths: dict[str, tuple[ast.expr, ...]] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -144,6 +147,7 @@ class _State:
         s.checks = dict(self.checks)
         s.aliases = dict(self.aliases)
         s.vetted = dict(self.vetted)
+        s.seq_paths = dict(self.seq_paths)
         return s
 
     def kill(self, name: str) -> None:
@@ -152,6 +156,7 @@ class _State:
         self.seqs.pop(name, None)
         self.aliases.pop(name, None)
         self.vetted.pop(name, None)
+        self.seq_paths.pop(name, None)
 
     @staticmethod
     def meet(states: list["_State"]) -> "_State":
@@ -182,6 +187,12 @@ class _State:
                     del out.vetted[key]
                 else:
                     out.vetted[key] = b if a == _ANY else a if b == _ANY else a & b
+            for key in list(out.seq_paths):
+                b = s.seq_paths.get(key)
+                if b is None:
+                    del out.seq_paths[key]
+                else:
+                    out.seq_paths[key] = out.seq_paths[key] + tuple(e for e in b if e not in out.seq_paths[key])
         return out
 
 
@@ -965,7 +976,7 @@ class _Collector:
         self.assume(stmt.test, else_state, truth=False)
         if then_exits:
             # `if <bad>: raise`: what follows runs only when the test was false.
-            self.record_checks(stmt.test, else_state)
+            self.record_checks(stmt.test, else_state, truth=False)
         # An `elif` (an If alone in orelse) never counts as exiting, as an `else:` holding only an
         # `if` does not: neither ends the block as a whole.
         else_exits = self.block(stmt.orelse, else_state, scan) if stmt.orelse else False
@@ -982,6 +993,16 @@ class _Collector:
                 for v in test.values:
                     self.assume(v, state, truth)
             return
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_none(test.comparators[0])
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and truth == isinstance(test.ops[0], ast.Is)):
+            name = dotted(test.left)
+            if name is not None:
+                # On a path where `t is None`, None reaches no address: as after `t = None`, the
+                # path takes nothing away from what the other path establishes (`if t is not
+                # None: assert t.shape[1] == n` checks `t` wherever it is a tensor).
+                state.tensors[name] = _Tensor(contiguous=True, fresh=True, family=name)
+                state.vetted[name] = _ANY
+            return
         if truth and isinstance(test, ast.Call):
             m = _method(test)
             if m is not None and m[1] == "is_contiguous" and not _nargs(test):
@@ -990,18 +1011,77 @@ class _Collector:
                     old = state.tensors.get(name, _Tensor(family=name))
                     state.tensors[name] = replace(old, contiguous=True)
 
-    def record_checks(self, test, state: _State) -> None:
-        for comp in _comparisons(test):
+    def record_checks(self, test, state: _State, truth: bool = True) -> None:
+        """Width checks of ``test`` known to be ``truth`` (an assert's test: True; the test of an
+        ``if`` whose body raises: False). Only comparisons that hold on their own count: each
+        conjunct of an ``and`` that holds, not the arms of an ``or``."""
+        for comp, holds in _comparisons(test, truth):
             sides = [comp.left, *comp.comparators]
             refs = [self.size_ref(s, state) for s in sides]
+            span = self.span(comp)
             for i, ref in enumerate(refs):
                 if ref is None:
                     continue
                 others = [self.text(s) for j, s in enumerate(sides) if j != i]
                 tensor, dim = ref
-                check = WidthCheck(tensor, dim, " ".join(others), self.span(comp))
-                state.checks[(tensor, dim, check.against, check.span)] = check
-                state.vetted[tensor] = _ANY
+                self._add_check(state, WidthCheck(tensor, dim, " ".join(others), span))
+            if len(sides) == 2 and isinstance(comp.ops[0], ast.Eq if holds else ast.NotEq):
+                # `list(t.shape) != [N, C, W]: raise`, `tuple(t.shape[1:]) == expect`: each listed
+                # dimension is checked against its element.
+                for a, b in (sides, sides[::-1]):
+                    ref = self.shape_ref(a)
+                    if ref is None:
+                        continue
+                    for dim, against in self._listed_dims(ref[1], b, state):
+                        self._add_check(state, WidthCheck(ref[0], dim, against, span))
+
+    @staticmethod
+    def _add_check(state: _State, check: WidthCheck) -> None:
+        state.checks[(check.tensor, check.dim, check.against, check.span)] = check
+        state.vetted[check.tensor] = _ANY
+
+    def shape_ref(self, node) -> tuple[str, int] | None:
+        """(tensor, first dim) when ``node`` is a run of a tensor's extents: ``t.shape``, ``t.size()``,
+        ``t.shape[a:]``, any of them in ``list(...)``/``tuple(...)``/``torch.Size(...)``."""
+        if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("list", "tuple", "torch.Size") \
+                and _nargs(node) == 1 and not node.keywords:
+            node = _first_arg(node)
+        start = 0
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            sl = node.slice
+            start = _int_literal(sl.lower) if sl.lower is not None else 0
+            if start is None or sl.upper is not None or sl.step is not None:
+                return None
+            node = node.value
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            name = self.tensor_name(node.value)
+        elif isinstance(node, ast.Call) and not _nargs(node) and (m := _method(node)) is not None and m[1] == "size":
+            name = self.tensor_name(m[0])
+        else:
+            return None
+        return (name, start) if name else None
+
+    def _listed_dims(self, start: int, node, state: _State):
+        """(dim, text) for each element of the tuple/list ``node`` (a literal, or a name bound to
+        one on every path: an element counts where every path has the same text), its first
+        element at dimension ``start``."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            options = (node,)
+        else:
+            name = _name(node)
+            options = state.seq_paths.get(name, ()) if name is not None else ()
+        if not options:
+            return
+        texts = []
+        for seq in options:
+            if any(isinstance(e, ast.Starred) for e in seq.elts):
+                return  # positions after a starred element are unknown
+            texts.append([self.text(e) for e in seq.elts])
+        if start < 0 and len({len(t) for t in texts}) != 1:
+            return  # counted from the end, positions differ with the length
+        for i in range(min(len(t) for t in texts)):
+            if len({t[i] for t in texts}) == 1:
+                yield start + i, texts[0][i]
 
     def size_ref(self, node, state: _State) -> tuple[str, int | None] | None:
         """(tensor, dim) when ``node`` is a tensor's extent (``t.size(-1)``, ``t.shape``)."""
@@ -1136,6 +1216,8 @@ class _Collector:
             state.ints[name] = origin
         if seq is not None:
             state.seqs[name] = seq
+        if isinstance(value, (ast.Tuple, ast.List)):
+            state.seq_paths[name] = (value,)
         if held is not None and held != name:
             state.aliases[name] = state.aliases.get(held, held)
 
@@ -1611,18 +1693,21 @@ def _is_torch(fname: str) -> bool:
     return fname.split(".")[0] in ("torch", "th") or fname in _FRESH_CONTIGUOUS
 
 
-def _comparisons(test):
-    stack = [test]
+def _comparisons(test, truth: bool = True):
+    """(comparison, whether it is true) for each comparison that ``test`` being ``truth`` decides:
+    every conjunct of a true ``and`` (of a false ``or``), none of a true ``or`` (a false ``and``)."""
+    stack = [(test, truth)]
     while stack:
-        n = stack.pop()
+        n, t = stack.pop()
         if isinstance(n, ast.Compare):
-            yield n
+            yield n, t
         elif isinstance(n, ast.BoolOp):
-            stack.extend(n.values)
+            if isinstance(n.op, ast.And) == t:
+                stack.extend((v, t) for v in n.values)
         elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
-            stack.append(n.operand)
-        elif isinstance(n, ast.Call) and (dotted(n.func) or "") in ("all", "any") and _nargs(n):
-            stack.append(_first_arg(n))
+            stack.append((n.operand, not t))
+        elif isinstance(n, ast.Call) and (dotted(n.func) or "") == ("all" if t else "any") and _nargs(n):
+            stack.append((_first_arg(n), t))
 
 
 def _target_names(node) -> list[str]:
@@ -1646,8 +1731,8 @@ def may_hold_launch_or_allocator(source: str) -> bool:
 
 
 def _assign_state(dst: _State, src: _State) -> None:
-    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases, dst.vetted = (
-        src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted,
+    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases, dst.vetted, dst.seq_paths = (
+        src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths,
     )
 
 
