@@ -31,7 +31,12 @@ so its facts survive only where they agree with the facts before it. A fact is:
   ``if not t.is_contiguous(): raise``), *fresh* (allocated in the launcher);
 * an integer variable came from ``t.shape[i]``/``t.size(i)``/tuple unpacking of ``t.shape``
   (``n, v = logits.shape``), ``t.stride(i)``, ``t.numel()``, a product of sizes, or a literal;
-* a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something;
+* a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something,
+  or a whole shape (``list(t.shape)``, ``tuple(t.shape[1:])``, ``t.size()``) for equality with a
+  list/tuple (a literal, or a name bound to one on every path), each listed dimension against its
+  element; only comparisons that hold by themselves count (each conjunct of a true ``and``, none
+  of an ``or``), and a path where ``t is None`` takes nothing away from checks of ``t``;
+* a unit stride: ``assert t.stride(k) == 1`` / ``t.stride()[k] == 1`` (``ArgOrigin.unit_strides``);
 * the extents a tensor is known to cover (``ArgOrigin.vetted``): every extent when the launcher
   allocates it (a view of the allocation too: ``x.new_empty(M, K).as_strided(...)``,
   ``y.view(...)``/``y.as_strided(y.size(), ...)`` of an allocated ``y``) or checks it, the tensor
@@ -120,12 +125,13 @@ class _Tensor:
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
+_ALL_DIMS = frozenset({None})  # every stride pinned: the tensor is None on this path
 
 
 class _State:
     """Facts known at one point of a launcher."""
 
-    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths")
+    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -138,6 +144,8 @@ class _State:
         # name -> the tuple/list literals it may hold, one per path (`g_expect = (H, L)` on one arm
         # of an `if`, `(H, L, K)` on the other): what a whole-shape comparison with it checks.
         self.seq_paths: dict[str, tuple[ast.expr, ...]] = {}
+        # tensor -> the dimensions whose stride a check pins to 1 (`_ALL_DIMS` where it is None)
+        self.units: dict[str, frozenset] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -148,6 +156,7 @@ class _State:
         s.aliases = dict(self.aliases)
         s.vetted = dict(self.vetted)
         s.seq_paths = dict(self.seq_paths)
+        s.units = dict(self.units)
         return s
 
     def kill(self, name: str) -> None:
@@ -157,6 +166,7 @@ class _State:
         self.aliases.pop(name, None)
         self.vetted.pop(name, None)
         self.seq_paths.pop(name, None)
+        self.units.pop(name, None)
 
     @staticmethod
     def meet(states: list["_State"]) -> "_State":
@@ -193,6 +203,12 @@ class _State:
                     del out.seq_paths[key]
                 else:
                     out.seq_paths[key] = out.seq_paths[key] + tuple(e for e in b if e not in out.seq_paths[key])
+            for key in list(out.units):
+                a, b = out.units[key], s.units.get(key)
+                if b is None:
+                    del out.units[key]
+                else:
+                    out.units[key] = b if a == _ALL_DIMS else a if b == _ALL_DIMS else a & b
         return out
 
 
@@ -1002,6 +1018,7 @@ class _Collector:
                 # None: assert t.shape[1] == n` checks `t` wherever it is a tensor).
                 state.tensors[name] = _Tensor(contiguous=True, fresh=True, family=name)
                 state.vetted[name] = _ANY
+                state.units[name] = _ALL_DIMS
             return
         if truth and isinstance(test, ast.Call):
             m = _method(test)
@@ -1026,6 +1043,7 @@ class _Collector:
                 tensor, dim = ref
                 self._add_check(state, WidthCheck(tensor, dim, " ".join(others), span))
             if len(sides) == 2 and isinstance(comp.ops[0], ast.Eq if holds else ast.NotEq):
+                self._record_unit_stride(sides, state)
                 # `list(t.shape) != [N, C, W]: raise`, `tuple(t.shape[1:]) == expect`: each listed
                 # dimension is checked against its element.
                 for a, b in (sides, sides[::-1]):
@@ -1034,6 +1052,17 @@ class _Collector:
                         continue
                     for dim, against in self._listed_dims(ref[1], b, state):
                         self._add_check(state, WidthCheck(ref[0], dim, against, span))
+
+    def _record_unit_stride(self, sides, state: _State) -> None:
+        """``t.stride(k) == 1`` / ``t.stride()[k] == 1`` known to hold: dimension ``k`` of ``t`` is unit-stride."""
+        for a, b in (sides, sides[::-1]):
+            if _int_literal(b) != 1:
+                continue
+            o = self.origin(a, state)
+            if o.kind is OriginKind.STRIDE and o.tensor is not None and o.dim is not None:
+                known = state.units.get(o.tensor, frozenset())
+                if known != _ALL_DIMS:
+                    state.units[o.tensor] = known | {o.dim}
 
     @staticmethod
     def _add_check(state: _State, check: WidthCheck) -> None:
@@ -1519,11 +1548,15 @@ class _Collector:
 
     def _tensor_origin(self, name: str, facts: _Tensor | None, state: _State) -> ArgOrigin:
         vetted = tuple(sorted(state.vetted.get(name, ())))
+        units = state.units.get(name, frozenset())
+        unit_strides = () if units == _ALL_DIMS else tuple(sorted(units))
         if facts is None:
-            return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted)
+            return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
+                             unit_strides=unit_strides)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
-                         alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view)
+                         alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
+                         unit_strides=unit_strides)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -1731,8 +1764,8 @@ def may_hold_launch_or_allocator(source: str) -> bool:
 
 
 def _assign_state(dst: _State, src: _State) -> None:
-    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases, dst.vetted, dst.seq_paths = (
-        src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths,
+    dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases, dst.vetted, dst.seq_paths, dst.units = (
+        src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths, src.units,
     )
 
 

@@ -238,3 +238,91 @@ def test_no_check_from_either_arm_of_an_or():
         assert n == o.shape[0] or w == o.shape[1]
     """)
     assert not any(c[0] == "o" for c in checks)
+
+
+# ----------------------------------------------------------------------------- unit strides (SC004)
+
+# `a` is addressed with both of its strides; the launchers below pass a literal 1 as the inner one.
+STRIDED_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _strided(a_ptr, o_ptr, n_cols, stride_am, stride_an, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(a_ptr + row * stride_am + offs * stride_an, mask=mask)
+    tl.store(o_ptr + row * n_cols + offs, x, mask=mask)
+
+'''
+
+STRIDED_LAUNCH = "    _strided[(n,)](a, o, w, {outer}, 1, BLOCK=128)\n"
+
+
+def _strided_source(body: str, outer: str = "a.stride(0)") -> str:
+    return (STRIDED_KERNEL + "\ndef launch(a, o, flag):\n    n, w = a.shape\n"
+            + textwrap.indent(textwrap.dedent(body), "    ") + STRIDED_LAUNCH.format(outer=outer))
+
+
+def _sc004(tmp_path: Path, body: str, outer: str = "a.stride(0)") -> list[str]:
+    path = tmp_path / "mod.py"
+    path.write_text(_strided_source(body, outer))
+    model = analysis.build_module_model(path.read_text(), path=str(path), module=module_name(str(path)), options=OPTS)
+    return [f.message for f in analysis.check_tree([model], OPTS) if f.code == "SC004"]
+
+
+def test_literal_one_as_a_stride_fires_unpinned(tmp_path):
+    assert _sc004(tmp_path, "pass\n")
+
+
+UNIT_SILENT = {
+    "stride_call": "assert a.stride(-1) == 1\n",
+    "stride_tuple_subscript": "assert a.stride()[-1] == 1\n",
+    "positive_dim_in_a_raising_if": """
+        if a.stride(1) != 1:
+            raise ValueError("a must be unit-stride in its last dimension")
+    """,
+    "one_on_the_left_among_conjuncts": "assert a.ndim == 2 and 1 == a.stride()[1]\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNIT_SILENT))
+def test_sc004_silent_for_a_literal_one_the_launcher_pins(tmp_path, name):
+    assert _sc004(tmp_path, UNIT_SILENT[name]) == []
+
+
+UNIT_FIRES = {
+    "another_tensor_pinned": "assert o.stride()[-1] == 1\n",
+    "or": "assert flag or a.stride()[-1] == 1\n",
+    "pinned_on_one_path_only": """
+        if flag:
+            assert a.stride()[-1] == 1
+    """,
+    "pinned_to_another_value": "assert a.stride()[-1] == 2\n",
+    "not_equal_asserted": "assert a.stride()[-1] != 1\n",
+    "rebound_after_the_check": """
+        assert a.stride()[-1] == 1
+        a = a.t()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNIT_FIRES))
+def test_sc004_still_fires_when_the_stride_is_not_pinned(tmp_path, name):
+    assert _sc004(tmp_path, UNIT_FIRES[name]) != []
+
+
+def test_sc004_fires_when_the_pinned_stride_goes_elsewhere(tmp_path):
+    # The pinned stride is passed as the outer one: the literal 1 is not it.
+    assert _sc004(tmp_path, "assert a.stride()[-1] == 1\n", outer="a.stride(-1)") != []
+
+
+@pytest.mark.parametrize("form, dim", [("a.stride(-1)", -1), ("a.stride()[-1]", -1), ("a.stride()[0]", 0)])
+def test_unit_strides_recorded_on_the_tensor(form, dim):
+    src = _strided_source(f"assert {form} == 1\n")
+    (launch,) = collect(ast.parse(src), src).launches
+    assert launch.args[0].tensor == "a" and launch.args[0].unit_strides == (dim,)
+    assert launch.args[1].unit_strides == ()

@@ -47,6 +47,22 @@ def _expected_dim(kernel, stride, pointer, pointer_arg, bound) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _pinned_unit(bl, pairs, stride, pointer_arg) -> bool:
+    """The launcher pins a stride of the tensor the pointer receives to 1 (``assert t.stride(-1) ==
+    1``, ``ArgOrigin.unit_strides``) and passes that stride, as ``t.stride(k)``, to no other stride
+    of the same pointer: a literal 1 in ``stride`` is that stride."""
+    if pointer_arg is None or not pointer_arg.unit_strides or stride not in pairs:
+        return False
+    for other, pointer in pairs.items():
+        if other == stride or pointer != pairs[stride]:
+            continue
+        a = bl.bound.get(other)
+        if a is not None and a.kind is OriginKind.STRIDE and a.tensor == pointer_arg.tensor \
+                and a.dim in pointer_arg.unit_strides:
+            return False
+    return True
+
+
 def _descriptor_findings(bl, reported):
     """``TensorDescriptor(t, shape, strides=[n_cols, 1])`` handed to the kernel: a size among the
     strides (the last entry 1 is what TMA requires, and 0 broadcasts)."""
@@ -100,6 +116,8 @@ def check(tree, options):
                 # The launcher (or every caller of it in the module) made the tensor(s) this stride
                 # can belong to contiguous or allocated them: the packed stride is exact.
                 continue
+            if o.kind is OriginKind.LITERAL and o.literal == 1 and _pinned_unit(bl, pairs, name, pointer_arg):
+                continue  # `assert t.stride(-1) == 1`: the literal is that stride
             key = (bl.module.path, o.span)
             if key in reported:
                 continue
