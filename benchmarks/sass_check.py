@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = {
     # (kernel, label): (pointer dtypes, constexprs, num_warps), as the launchers choose on an H200.
     "sample": [
-        ("fp32 split", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, BLOCK=4096), 16),
-        ("bf16 split", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, BLOCK=4096), 16),
-        ("bf16 split tracked", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, BLOCK=4096), 16),
-        ("fp32 one program", "*fp32", dict(USE_FP64=False, SPLIT=False, PREFETCH=False, LANE_MAX=True, BLOCK=4096), 16),
-        ("fp32 few rows", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, BLOCK=2048), 8),
-        ("fp32 use_fp64", "*fp32", dict(USE_FP64=True, SPLIT=False, PREFETCH=False, LANE_MAX=False, BLOCK=1024), 8),
+        ("fp32 split", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=0, BLOCK=4096), 16),
+        ("bf16 split", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=1, BLOCK=4096), 16),
+        ("bf16 split tracked", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=4096), 16),
+        ("fp32 one program", "*fp32", dict(USE_FP64=False, SPLIT=False, PREFETCH=False, LANE_MAX=True, EARLY=0, BLOCK=4096), 16),
+        ("fp32 few rows", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=2048), 8),
+        ("fp32 use_fp64", "*fp32", dict(USE_FP64=True, SPLIT=False, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=1024), 8),
     ],
     "resample": [
         (f"{dt[1:]} phase {ph}{' prefetch' if pf else ''}", dt,

@@ -167,22 +167,44 @@ def _lane_winner(logits_row_ptr, start, end, key, scale, best_val, FAST_LOG: tl.
 
 @triton.jit
 def _walk_chunk(
-    logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
+    logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
     GREEDY: tl.constexpr, HAS_CACHE: tl.constexpr, HAS_SOURCE: tl.constexpr, USE_FP64: tl.constexpr,
     FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr, BLOCK: tl.constexpr, LANE_MAX: tl.constexpr,
+    EARLY: tl.constexpr,
 ):
-    """Columns ``[start, end)`` of one row, BLOCK at a time: the per-lane running maximum."""
+    """Columns ``[start, end)`` of one row, BLOCK at a time: the per-lane running maximum. The first
+    ``EARLY`` (0, 1 or 2) blocks arrive already loaded as ``x0`` / ``x1`` (masked to ``end``, ``-inf``
+    beyond it: such lanes never update a maximum)."""
     lanes = tl.arange(0, BLOCK)
+    if EARLY >= 1:
+        best_val, best_idx = _sample_block(
+            x0, source_row_ptr, cache_row_ptr, start + lanes, token_product(start + lanes), end, key, scale_f,
+            best_val, best_idx, GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
+        )
+    if EARLY >= 2:
+        second = start + BLOCK + lanes
+        best_val, best_idx = _sample_block(
+            x1, source_row_ptr, cache_row_ptr, second, token_product(second), end, key, scale_f,
+            best_val, best_idx, GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
+        )
+    # The rest of the chunk after the preloaded blocks (empty when the chunk is that short: then
+    # full_end = body > end and neither the loop nor the tail runs).
+    if EARLY == 0:
+        # Version 11's bound, written as it was: its loop is the one kept for float32 long chunks.
+        body = start
+        full_end = start + ((end - start) // BLOCK) * BLOCK
+    else:
+        body = start + EARLY * BLOCK
+        full_end = body + (tl.maximum(end - body, 0) // BLOCK) * BLOCK
     # Full blocks without a mask (so loads vectorise), then one masked tail block. With
     # PREFETCH the next block is loaded before this one is computed, so its memory latency
     # overlaps the noise arithmetic (at the end the last block is loaded again: in bounds,
     # never used). It pays for 16-bit logits; for float32 the extra registers (75 instead of
     # 57) halve the programs per SM and it costs more than it saves (benchmarks/NOTES.md).
-    full_end = start + ((end - start) // BLOCK) * BLOCK
     if PREFETCH:
-        if full_end > start:
-            x_next = tl.load(logits_row_ptr + start + lanes)
-            for off in range(start, full_end, BLOCK):
+        if full_end > body:
+            x_next = tl.load(logits_row_ptr + body + lanes)
+            for off in range(body, full_end, BLOCK):
                 x = x_next
                 x_next = tl.load(logits_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
                 best_val, best_idx = _sample_block(
@@ -193,8 +215,8 @@ def _walk_chunk(
         # The token product is carried and stepped by BLOCK * 0x9E3779B1 (mod 2**32): one add per
         # element. Written as off * G + lanes * G, the compiler factors it back into
         # (off + lanes) * G, an add and a multiply (benchmarks/NOTES.md, version 11).
-        idx_g = token_product(start + lanes)
-        for off in range(start, full_end, BLOCK):
+        idx_g = token_product(body + lanes)
+        for off in range(body, full_end, BLOCK):
             best_val, best_idx = _sample_block(
                 tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, idx_g, end, key,
                 scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
@@ -258,10 +280,28 @@ def _gumbel_sample_kernel(
     PREFETCH: tl.constexpr,
     # Sampled rows keep only lane maxima in the loop (never with USE_FP64)
     LANE_MAX: tl.constexpr,
+    # Leading blocks of the chunk (0, 1 or 2) loaded before the idx_mapping -> seed chain
+    EARLY: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
+    if EARLY >= 1:
+        # A column inside one row: below V < 2**31 (the launcher checks), so int32 cannot wrap;
+        # keeping token ids 32-bit saves 64-bit integer work on every element.
+        start = split * chunk_size  # stridecheck: ignore[SC006]
+        end = tl.minimum(start + chunk_size, vocab_size)
+        lanes = tl.arange(0, BLOCK)
+        logits_row_ptr = logits_ptr + row * logits_stride_0
+        # The row's address does not depend on idx_mapping: the first blocks' loads go out before
+        # the dependent idx_mapping -> temperature / seed loads, so their latencies overlap instead
+        # of adding up (benchmarks/NOTES.md, version 12). A padding row loads them for nothing.
+        x0 = tl.load(logits_row_ptr + start + lanes, mask=start + lanes < end, other=float("-inf"))
+        x1 = x0
+        if EARLY >= 2:
+            x1 = tl.load(logits_row_ptr + start + BLOCK + lanes, mask=start + BLOCK + lanes < end,
+                         other=float("-inf"))
+        pos = tl.load(pos_ptr + row * pos_stride_0)
     slot = tl.load(idx_mapping_ptr + row * idx_mapping_stride_0).to(tl.int64)
     if slot < 0:
         # Padding row: an in-range token, nothing cached, no part in the cross-program merge.
@@ -270,7 +310,10 @@ def _gumbel_sample_kernel(
     else:
         temp = tl.load(temperature_ptr + slot * temperature_stride_0).to(tl.float32)
         seed = tl.load(seed_ptr + slot * seed_stride_0)
-        pos = tl.load(pos_ptr + row * pos_stride_0)
+        if EARLY == 0:
+            # Float32 long chunks: version 11's order, unchanged (benchmarks/NOTES.md, version 13:
+            # peeling a block out of the loop made triton 3.6's float32 loop 10-16% slower).
+            pos = tl.load(pos_ptr + row * pos_stride_0)
         key = row_key(seed, pos, STREAM)
         greedy = temp == 0.0
         if APPLY_TEMPERATURE:
@@ -286,11 +329,12 @@ def _gumbel_sample_kernel(
                 scale_f = temp.to(tl.float64) * 0.0 + 1.4426950408889634
         else:
             scale_f = scale
-        # A column inside one row: below V < 2**31 (the launcher checks), so int32 cannot wrap;
-        # keeping token ids 32-bit saves 64-bit integer work on every element.
-        start = split * chunk_size  # stridecheck: ignore[SC006]
-        end = tl.minimum(start + chunk_size, vocab_size)
-        lanes = tl.arange(0, BLOCK)
+        if EARLY == 0:
+            start = split * chunk_size  # stridecheck: ignore[SC006]
+            end = tl.minimum(start + chunk_size, vocab_size)
+            lanes = tl.arange(0, BLOCK)
+            x0 = lanes  # unused: no preloaded block
+            x1 = lanes
         if USE_FP64:
             best_val = tl.full((BLOCK,), float("-inf"), tl.float64)
         else:
@@ -300,20 +344,21 @@ def _gumbel_sample_kernel(
         if HAS_CACHE:
             col = tl.load(cache_col_ptr + row * cache_col_stride_0).to(tl.int64)
             cache_row_ptr = cache_ptr + slot * cache_stride_0 + col * cache_stride_1
-        logits_row_ptr = logits_ptr + row * logits_stride_0
+        if EARLY == 0:
+            logits_row_ptr = logits_ptr + row * logits_stride_0
         source_row_ptr = source_ptr + row * source_stride_0
         # Greedy rows walk their own copy of the loop (GREEDY constexpr): a runtime branch inside
         # the sampled loop raised its registers (bf16: 64 -> 75, one program per SM instead of two).
         if greedy:
             best_val, best_idx = _walk_chunk(
-                logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
-                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, False,
+                logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
+                True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, False, EARLY,
             )
             m, win, nan_won = _row_winner(best_val, best_idx)
         else:
             best_val, best_idx = _walk_chunk(
-                logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
-                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, LANE_MAX,
+                logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
+                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, LANE_MAX, EARLY,
             )
             if not LANE_MAX:
                 m, win, nan_won = _row_winner(best_val, best_idx)
@@ -321,12 +366,16 @@ def _gumbel_sample_kernel(
                 m, win = _lane_winner(logits_row_ptr, start, end, key, scale_f, best_val, FAST_LOG, BLOCK, 64)
                 nan_won = win < 0  # False: a sampled row has no NaN winner
         if SPLIT:
-            tl.atomic_max(best_ptr + row * best_stride_0, _merge_key(m.to(tl.float32), win, nan_won))
-            finished = tl.atomic_add(done_ptr + row * done_stride_0, 1)
+            # Only the counter orders: its release (acq_rel) publishes this program's maximum before
+            # the count, and the last program's acquire makes every maximum visible to its read.
+            # The other three need no fence of their own (each acq_rel atomic costs a MEMBAR.GPU
+            # before and an L1 invalidate after it).
+            tl.atomic_max(best_ptr + row * best_stride_0, _merge_key(m.to(tl.float32), win, nan_won), sem="relaxed")
+            finished = tl.atomic_add(done_ptr + row * done_stride_0, 1, sem="acq_rel")
             if finished == num_splits - 1:
                 # Last program of the row: read and reset the merge word and the counter.
-                packed = tl.atomic_xchg(best_ptr + row * best_stride_0, -9223372036854775808)
-                tl.atomic_xchg(done_ptr + row * done_stride_0, 0)
+                packed = tl.atomic_xchg(best_ptr + row * best_stride_0, -9223372036854775808, sem="relaxed")
+                tl.atomic_xchg(done_ptr + row * done_stride_0, 0, sem="relaxed")
                 tl.store(out_ptr + row * out_stride_0, unpack_index(packed))
         else:
             tl.store(out_ptr + row * out_stride_0, win.to(tl.int64))
@@ -382,6 +431,20 @@ def lane_max(chunk: int, block: int, use_fp64: bool) -> bool:
     one dependent re-read per program, so it pays when a program walks several blocks. Not with
     ``use_fp64`` (that path keeps the column per lane). Benchmarks may replace it."""
     return not use_fp64 and chunk >= 4 * block
+
+
+def early_blocks(chunk: int, block: int, dtype: torch.dtype) -> int:
+    """How many leading blocks of a program's chunk (0, 1 or 2) are loaded at the kernel's start,
+    before the ``idx_mapping -> temperature / seed`` loads that depend on each other (the row's
+    address does not need them), so the latencies overlap. Two covers a whole chunk at T = 1 and 8
+    (one or two blocks per program). Longer chunks (T >= 64) preload one block of 16-bit logits (two
+    raise the kernel's registers to the 64 that two 512-thread programs per multiprocessor allow)
+    and none of float32 / float64 logits: peeling a block out of the loop made triton 3.6's float32
+    loop 10-16% slower on an H200 (benchmarks/NOTES.md, versions 12 and 13). Benchmarks may
+    replace it."""
+    if chunk <= 2 * block:
+        return 2
+    return 1 if dtype.itemsize <= 2 else 0
 
 
 def max_registers(dtype: torch.dtype, device: torch.device) -> int | None:
@@ -552,6 +615,7 @@ def gumbel_sample(
         SPLIT=splits > 1,
         PREFETCH=loop_prefetch(logits.dtype, device),
         LANE_MAX=lane_max(chunk, block, use_fp64),
+        EARLY=early_blocks(chunk, block, logits.dtype),
         BLOCK=block,
         num_warps=warps,
         **_register_cap(logits.dtype, device),

@@ -437,3 +437,54 @@ def test_lane_maximum_path_draws_what_the_tracked_path_draws(device, small_block
         out = got[True].cpu()
         assert out[2].item() == 0 and out[4].item() == 0 and out[3].item() == 149 and out[5].item() == 17
         assert not logits[0, out[0]].isnan() and 100 <= out[1].item() < V
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_preloaded_blocks_draw_what_the_loop_draws(device, dtype, small_blocks, monkeypatch):
+    # The first one or two blocks of a program's chunk are loaded before the idx_mapping -> seed
+    # loads (sample.early_blocks); forced to 0, 1 and 2 at chunks of 1 to 10 blocks (a chunk
+    # shorter than the preloaded blocks, a masked tail after them, the last program's short
+    # chunk), the tokens and the cache are the same: sampled, greedy, NaN, -inf and padding rows.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    T, V = 8, 150
+    logits, idx, temp, seed, pos = _inputs(device, T, V, dtype)
+    logits[0, ::3] = float("nan")
+    logits[1, :100] = float("-inf")
+    logits[2, 149] = 40.0  # the winner in the last program's short chunk
+    logits[3, 1] = 40.0  # the winner in the first preloaded block
+    logits[4] = float("nan")
+    temp[5] = 0.0  # greedy
+    logits[5, 20] = float("nan")
+    idx[6] = -1  # padding
+    cache = torch.zeros(T, 1, V, dtype=dtype, device=device)
+    col = torch.tensor(0, device=device)
+    for block, splits in ((16, 1), (16, 2), (8, 3), (32, 3), (64, 3), (16, 5)):
+        small_blocks(block=block, splits=splits)
+        got = {}
+        for early in (0, 1, 2):
+            monkeypatch.setattr(sample_mod, "early_blocks", lambda chunk, blk, dt, early=early: early)
+            cache.zero_()
+            got[early] = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+            rows = [r for r in range(T) if r != 6]
+            assert torch.equal(cache[rows, 0].view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
+                               logits[rows].view(torch.int16 if dtype == torch.bfloat16 else torch.int32))
+            assert torch.count_nonzero(cache[6]) == 0
+        assert torch.equal(got[0], got[1]) and torch.equal(got[0], got[2]), (block, splits)
+        out = got[0].cpu()
+        assert out[2].item() == 149 and out[3].item() == 1 and out[5].item() == 20 and out[6].item() == 0
+        assert out[4].item() == 0 and not logits[0, out[0]].isnan() and 100 <= out[1].item() < V
+
+
+def test_preload_policy_by_chunk_length_and_element_size():
+    # Run 14 (benchmarks/NOTES.md): two preloaded blocks pay for chunks of at most two blocks, one
+    # for long chunks of 16-bit logits, none for long float32 chunks (the peeled loop was 10-16%
+    # slower on triton 3.6). The launcher's choice, per dtype and chunk, as NOTES version 13 states.
+    from guarded_kernels.sample import early_blocks
+
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+        assert early_blocks(4096, 4096, dtype) == 2 and early_blocks(8192, 4096, dtype) == 2
+    for chunk in (8193, 151936, 262144):
+        assert early_blocks(chunk, 4096, torch.bfloat16) == 1 and early_blocks(chunk, 4096, torch.float16) == 1
+        assert early_blocks(chunk, 4096, torch.float32) == 0 and early_blocks(chunk, 4096, torch.float64) == 0
