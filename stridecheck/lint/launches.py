@@ -28,7 +28,8 @@ so its facts survive only where they agree with the facts before it. A fact is:
   or ``t.clone()`` only when ``t`` is itself contiguous or ``memory_format=torch.contiguous_format``
   is given, since their default ``preserve_format`` keeps ``t``'s strides; ``view``/``reshape`` of a
   contiguous tensor; a dominating ``assert t.is_contiguous()`` or
-  ``if not t.is_contiguous(): raise``), *fresh* (allocated in the launcher);
+  ``if not t.is_contiguous(): raise``, or the same with a predicate function given the tensor,
+  ``is_contiguous(t)``/``is_strictly_contiguous(t)``), *fresh* (allocated in the launcher);
 * an integer variable came from ``t.shape[i]``/``t.size(i)``/tuple unpacking of ``t.shape``
   (``n, v = logits.shape``), ``t.stride(i)``, ``t.numel()``, a product of sizes, or a literal;
 * a width check: ``assert``/``if ...: raise`` comparing ``t.size(i)``/``t.shape[i]`` with something,
@@ -306,6 +307,31 @@ def _method(call: ast.Call):
     if isinstance(call.func, ast.Attribute):
         return call.func.value, call.func.attr
     return None
+
+
+# Predicate functions that hold only for a contiguous tensor, called as `f(t)`:
+# `vllm.utils.torch_utils.is_strictly_contiguous(t)` (contiguous and strides equal to the packed
+# ones, size-1 dimensions included), a module's own `is_contiguous(t)` helper.
+_CONTIGUITY_PREDICATES = frozenset({"is_contiguous", "is_strictly_contiguous"})
+
+
+def _contiguity_checked(call: ast.Call) -> str | None:
+    """The tensor whose contiguity ``call`` tests, when true: ``t.is_contiguous()`` or a predicate
+    function given the tensor as its only argument (``is_strictly_contiguous(t)``,
+    ``torch_utils.is_contiguous(t)``); else None. ``t.is_contiguous(torch.channels_last)`` asks
+    about another layout, so a memory format as the argument is no tensor."""
+    m = _method(call)
+    if m is not None and m[1] == "is_contiguous" and not _nargs(call):
+        return dotted(m[0])
+    fname = dotted(call.func)
+    if fname is None or fname.rsplit(".", 1)[-1] not in _CONTIGUITY_PREDICATES:
+        return None
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        return None
+    name = dotted(call.args[0])
+    if name is None or name.startswith("torch.") or name.endswith("_format") or "channels_last" in name:
+        return None
+    return name
 
 
 def _is_contiguous_format(node) -> bool | None:
@@ -1000,7 +1026,8 @@ class _Collector:
         _assign_state(state, _State.meet(live) if live else state)
 
     def assume(self, test, state: _State, truth: bool) -> None:
-        """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()`` and its negation)."""
+        """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()``, ``is_strictly_contiguous(t)``
+        and their negations)."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             self.assume(test.operand, state, not truth)
             return
@@ -1021,12 +1048,10 @@ class _Collector:
                 state.units[name] = _ALL_DIMS
             return
         if truth and isinstance(test, ast.Call):
-            m = _method(test)
-            if m is not None and m[1] == "is_contiguous" and not _nargs(test):
-                name = dotted(m[0])
-                if name is not None:
-                    old = state.tensors.get(name, _Tensor(family=name))
-                    state.tensors[name] = replace(old, contiguous=True)
+            name = _contiguity_checked(test)
+            if name is not None:
+                old = state.tensors.get(name, _Tensor(family=name))
+                state.tensors[name] = replace(old, contiguous=True)
 
     def record_checks(self, test, state: _State, truth: bool = True) -> None:
         """Width checks of ``test`` known to be ``truth`` (an assert's test: True; the test of an
