@@ -379,6 +379,21 @@ def _names_used_twice(contract: Contract) -> list[str]:
     return sorted(n for n, c in uses.items() if c > 1)
 
 
+def _start_body(contract: Contract, depth: int) -> tuple[_Writer, list[str], int]:
+    """A writer at ``depth`` holding the locals both generated bodies start with: one
+    ``_sg_n_<name>`` per tracked dimension name, and ``_sg_dev`` when more than one tensor must
+    share a device. Returns the writer, the tracked names and the number of tensor rules."""
+    w = _Writer()
+    w.depth = depth
+    names = _names_used_twice(contract)
+    for n in names:
+        w(f"_sg_n_{n} = None")
+    n_tensors = sum(1 for r in contract.rules if r.kind in ("tensor", "auto"))
+    if n_tensors > 1:
+        w("_sg_dev = None")
+    return w, names, n_tensors
+
+
 def _check_body(contract: Contract, ns: dict) -> list[str]:
     """Source lines (indented for a function body) of the fast detector; raise _sg_Flag on a suspect.
 
@@ -386,14 +401,7 @@ def _check_body(contract: Contract, ns: dict) -> list[str]:
     here bound it), "maybe" (some path did: test for None first), absent (never: bind now).
     The common device is tracked the same way under the key "<device>".
     """
-    w = _Writer()
-    w.depth = 2
-    names = _names_used_twice(contract)
-    for n in names:
-        w(f"_sg_n_{n} = None")
-    n_tensors = sum(1 for r in contract.rules if r.kind in ("tensor", "auto"))
-    if n_tensors > 1:
-        w("_sg_dev = None")
+    w, names, n_tensors = _start_body(contract, depth=2)
     state: dict[str, str] = {}
     deferred: list[str] = []
     tensor_vars: dict[str, str] = {}  # arg -> its strides variable (only for kind "tensor")
@@ -634,14 +642,7 @@ def _traced_body(contract: Contract, ns: dict) -> list[str]:
     explaining checker's value-by-value report cannot run on data-dependent sizes.
     """
     fn = contract.func_name
-    w = _Writer()
-    w.depth = 1
-    names = _names_used_twice(contract)
-    for n in names:
-        w(f"_sg_n_{n} = None")
-    n_tensors = sum(1 for r in contract.rules if r.kind in ("tensor", "auto"))
-    if n_tensors > 1:
-        w("_sg_dev = None")
+    w, names, n_tensors = _start_body(contract, depth=1)
 
     def check(cond: str, msg: str) -> None:
         w(f"_sg_expect({cond}, {msg!r})")
