@@ -129,6 +129,11 @@ _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launche
 _ALL_DIMS = frozenset({None})  # every stride pinned: the tensor is None on this path
 
 
+def _intersect(a: frozenset, b: frozenset, top: frozenset) -> frozenset:
+    """``a & b`` where ``top`` (``_ANY``, ``_ALL_DIMS``) stands for every element."""
+    return b if a == top else a if b == top else a & b
+
+
 class _State:
     """Facts known at one point of a launcher."""
 
@@ -192,24 +197,20 @@ class _State:
                         family=a.family if a.family == b.family else None,
                         like_of=a.like_of if a.like_of == b.like_of else None,
                     )
-            for key in list(out.vetted):
-                a, b = out.vetted[key], s.vetted.get(key)
-                if b is None:
-                    del out.vetted[key]
-                else:
-                    out.vetted[key] = b if a == _ANY else a if b == _ANY else a & b
+            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS)):
+                mine, theirs = getattr(out, attr), getattr(s, attr)
+                for key in list(mine):
+                    b = theirs.get(key)
+                    if b is None:
+                        del mine[key]
+                    else:
+                        mine[key] = _intersect(mine[key], b, top)
             for key in list(out.seq_paths):
                 b = s.seq_paths.get(key)
                 if b is None:
                     del out.seq_paths[key]
                 else:
                     out.seq_paths[key] = out.seq_paths[key] + tuple(e for e in b if e not in out.seq_paths[key])
-            for key in list(out.units):
-                a, b = out.units[key], s.units.get(key)
-                if b is None:
-                    del out.units[key]
-                else:
-                    out.units[key] = b if a == _ALL_DIMS else a if b == _ALL_DIMS else a & b
         return out
 
 
@@ -1245,7 +1246,7 @@ class _Collector:
         elif isinstance(value, ast.IfExp):
             # `torch.empty_like(q) if not inplace else q`: what both arms cover.
             a, b = self._vetting(value.body, name, state), self._vetting(value.orelse, name, state)
-            covered = b if a == _ANY else a if b == _ANY else a & b
+            covered = _intersect(a, b, _ANY)
         state.kill(name)
         if facts is None and isinstance(value, ast.Call) and origin.kind is OriginKind.OTHER:
             facts = _Tensor(family=name, opaque=True)
