@@ -224,13 +224,11 @@ def dotted(node) -> str | None:
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Constant) and (node.value is None or node.value is True or node.value is False):
-        parts.append(repr(node.value))
-        return ".".join(reversed(parts))
-    return None
+    leaf = _name(node)
+    if leaf is None:
+        return None
+    parts.append(leaf)
+    return ".".join(reversed(parts))
 
 
 def _name(node) -> str | None:
