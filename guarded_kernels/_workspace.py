@@ -6,7 +6,10 @@ resets both words, so the buffers are clean again when the launch ends and no fi
 needed before the next call (a fill is a launch of its own, and a T = 1 call should be one).
 
 The buffers are cached per (device, stream): two launches in flight on different streams never
-share them. Two calls in flight on the *same* stream are ordered by the stream, so they can share.
+share them. Two calls in flight on the *same* stream are ordered by the stream, so they can share
+(a programmatic dependent launch may start before the previous kernel ends, but waits for it
+before its first load: ``sample.use_pdl``). Where each program has its own slot
+(:func:`row_slots`) only the counter needs resetting: each launch writes every slot it reads.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ INT64_MIN = -(2**63)
 ROW_BYTES = 128
 
 _cache: dict = {}
+# Buffers replaced by a larger allocation stay alive: a CUDA graph captured with the old one
+# still addresses it on replay.
+_retired: list = []
 
 
 def row_scratch(device, rows: int):
@@ -41,7 +47,31 @@ def row_scratch(device, rows: int):
         size = max(rows, 1024)
         best = torch.full((size * best_stride,), INT64_MIN, dtype=torch.int64, device=device)
         done = torch.zeros((size * done_stride,), dtype=torch.int32, device=device)
+        if entry is not None:
+            _retired.append(entry)
         entry = (best, best_stride, done, done_stride)
+        _cache[key] = entry
+    return entry
+
+
+def row_slots(device, rows: int, splits: int):
+    """(slots, slots_stride) for ``device``: int64, row ``r`` of the merge owns the ``splits`` words
+    ``slots[r * slots_stride + s]``, one per program of the row. Every launch writes each slot it
+    reads before reading it, so the words need no resting value and no reset. Cached per
+    (device, stream) like :func:`row_scratch`; grows when ``rows`` or ``splits`` exceed it."""
+    import torch
+
+    stream_id = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = ("slots", str(device), stream_id)
+    entry = _cache.get(key)
+    if entry is None or entry[1] < splits or entry[0].numel() < rows * entry[1]:
+        # On CUDA 64 rows of 512 slots (the launchers' cap on programs per row) at first: the
+        # launches that merge through slots (fewer than 64 rows) never need more.
+        width = max(splits, entry[1] if entry is not None else 0, 512 if device.type == "cuda" else 16)
+        size = max(rows, 64 if device.type == "cuda" else 8)
+        if entry is not None:
+            _retired.append(entry)
+        entry = (torch.full((size * width,), INT64_MIN, dtype=torch.int64, device=device), width)
         _cache[key] = entry
     return entry
 

@@ -3,8 +3,10 @@
 The kernel walks each row's vocabulary in blocks, adds counter-based Gumbel noise
 (:mod:`guarded_kernels.noise`) to ``logit / temperature`` and keeps a per-lane running maximum;
 when several programs share a row (few rows, large vocabulary) they merge their winners in the
-same launch through an atomic maximum on a packed (key, index) word, and the last program to
-finish writes the token (:mod:`guarded_kernels._workspace`). One launch per call.
+same launch through an atomic maximum on a packed (key, index) word (below 64 rows: through one
+slot per program), and the last program to finish writes the token
+(:mod:`guarded_kernels._workspace`). One launch per call; below 64 rows, on NVIDIA compute
+capability >= 9.0, a programmatic dependent launch (:func:`use_pdl`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import torch
 import triton
 import triton.language as tl
 
-from guarded_kernels._workspace import row_scratch, sm_count
+from guarded_kernels._workspace import row_scratch, row_slots, sm_count
 from guarded_kernels.noise import (
     DRAFT_STREAM,
     VERIFY_STREAM,
+    interpreting,
     neg_log2_exponential,
     pack_key_index,
     row_key,
@@ -259,7 +262,8 @@ def _gumbel_sample_kernel(
     # [T, V] unit inner stride (only read when HAS_SOURCE)
     source_ptr,
     source_stride_0,
-    # [>= T] int64 / int32 self-resetting scratch (only used when SPLIT)
+    # [>= T] int64 / int32 self-resetting scratch (only used when SPLIT); with MERGE_SLOTS best_ptr
+    # is [>= T, >= num_splits] int64, row stride best_stride_0
     best_ptr,
     best_stride_0,
     done_ptr,
@@ -283,7 +287,20 @@ def _gumbel_sample_kernel(
     # Leading blocks of the chunk (0, 1 or 2) loaded before the idx_mapping -> seed chain
     EARLY: tl.constexpr,
     BLOCK: tl.constexpr,
+    # Split rows merge through per-program slots (best_ptr: [>= T, >= num_splits] int64) instead of
+    # one atomic maximum per row; SLOTS: a power of two >= num_splits (see merge_slots)
+    MERGE_SLOTS: tl.constexpr = False,
+    SLOTS: tl.constexpr = 1,
+    # Programmatic dependent launch (see use_pdl): 1 waits for the previous grid before any
+    # load, 2 also lets the next grid launch at once
+    PDL: tl.constexpr = 0,
 ):
+    if PDL >= 1:
+        # Every load below may read what the previous kernel in the stream wrote (the logits, the
+        # merge scratch that the previous call's last program reset): nothing before the wait.
+        tl.extra.cuda.gdc_wait()
+    if PDL >= 2:
+        tl.extra.cuda.gdc_launch_dependents()
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     if EARLY >= 1:
@@ -370,13 +387,27 @@ def _gumbel_sample_kernel(
             # the count, and the last program's acquire makes every maximum visible to its read.
             # The other three need no fence of their own (each acq_rel atomic costs a MEMBAR.GPU
             # before and an L1 invalidate after it).
-            tl.atomic_max(best_ptr + row * best_stride_0, _merge_key(m.to(tl.float32), win, nan_won), sem="relaxed")
-            finished = tl.atomic_add(done_ptr + row * done_stride_0, 1, sem="acq_rel")
-            if finished == num_splits - 1:
-                # Last program of the row: read and reset the merge word and the counter.
-                packed = tl.atomic_xchg(best_ptr + row * best_stride_0, -9223372036854775808, sem="relaxed")
-                tl.atomic_xchg(done_ptr + row * done_stride_0, 0, sem="relaxed")
-                tl.store(out_ptr + row * out_stride_0, unpack_index(packed))
+            if MERGE_SLOTS:
+                # Each program's packed word in its own slot, a plain store (no same-address
+                # atomics); the last program reads the row's slots at once and reduces them.
+                # Slots need no reset: every launch writes each slot it reads.
+                tl.store(best_ptr + row * best_stride_0 + split, _merge_key(m.to(tl.float32), win, nan_won))
+                finished = tl.atomic_add(done_ptr + row * done_stride_0, 1, sem="acq_rel")
+                if finished == num_splits - 1:
+                    s = tl.arange(0, SLOTS)
+                    keys = tl.load(best_ptr + row * best_stride_0 + s, mask=s < num_splits,
+                                   other=-9223372036854775808, cache_modifier=".cg")
+                    tl.store(done_ptr + row * done_stride_0, 0)
+                    tl.store(out_ptr + row * out_stride_0, unpack_index(tl.max(keys, 0)))
+            else:
+                tl.atomic_max(best_ptr + row * best_stride_0, _merge_key(m.to(tl.float32), win, nan_won),
+                              sem="relaxed")
+                finished = tl.atomic_add(done_ptr + row * done_stride_0, 1, sem="acq_rel")
+                if finished == num_splits - 1:
+                    # Last program of the row: read and reset the merge word and the counter.
+                    packed = tl.atomic_xchg(best_ptr + row * best_stride_0, -9223372036854775808, sem="relaxed")
+                    tl.atomic_xchg(done_ptr + row * done_stride_0, 0, sem="relaxed")
+                    tl.store(out_ptr + row * out_stride_0, unpack_index(packed))
         else:
             tl.store(out_ptr + row * out_stride_0, win.to(tl.int64))
 
@@ -436,15 +467,47 @@ def lane_max(chunk: int, block: int, use_fp64: bool) -> bool:
 def early_blocks(chunk: int, block: int, dtype: torch.dtype) -> int:
     """How many leading blocks of a program's chunk (0, 1 or 2) are loaded at the kernel's start,
     before the ``idx_mapping -> temperature / seed`` loads that depend on each other (the row's
-    address does not need them), so the latencies overlap. Two covers a whole chunk at T = 1 and 8
-    (one or two blocks per program). Longer chunks (T >= 64) preload one block of 16-bit logits (two
+    address does not need them), so the latencies overlap. A chunk of one or two blocks (T = 1 and
+    8) is preloaded whole. Longer chunks (T >= 64) preload one block of 16-bit logits (two
     raise the kernel's registers to the 64 that two 512-thread programs per multiprocessor allow)
     and none of float32 / float64 logits: peeling a block out of the loop made triton 3.6's float32
     loop 10-16% slower on an H200 (benchmarks/NOTES.md, versions 12 and 13). Benchmarks may
     replace it."""
+    if chunk <= block:
+        # A one-block chunk (T = 1): a second preloaded block would be all masked lanes, hashed
+        # and compared for nothing.
+        return 1
     if chunk <= 2 * block:
         return 2
     return 1 if dtype.itemsize <= 2 else 0
+
+
+def merge_slots(num_rows: int, splits: int, device: torch.device) -> bool:
+    """Whether the programs of a split row merge through per-program slots (a plain store each,
+    then the counter; the last program loads the row's slots and reduces them) rather than an
+    atomic maximum on one word per row. Below 64 rows, with programmatic dependent launch, it
+    measured level or faster on an H200 (within 0.15 us; benchmarks/NOTES.md, version 14); the
+    kernels for more rows are unchanged. Benchmarks may replace it."""
+    return num_rows < 64
+
+
+def use_pdl(num_rows: int, device: torch.device) -> int:
+    """Programmatic dependent launch (CUDA Programming Guide, "Programmatic Dependent Launch and
+    Synchronization") for a launch of ``num_rows`` rows: 0 off; 1 the kernel waits for the previous
+    grid in the stream (``griddepcontrol.wait``) before its first load and is launched with the
+    programmatic-serialization attribute, so its launch overlaps the end of the previous kernel;
+    2 also signals at once (``griddepcontrol.launch_dependents``) that the next grid may launch:
+    a next kernel launched the same way still waits for this one to finish before it reads
+    anything, a plain one is not affected. Used below 64 rows, where the launch is most of a
+    call (benchmarks/NOTES.md, version 14); the kernels for more rows are unchanged. NVIDIA
+    compute capability >= 9.0 only, never in the CPU interpreter. Benchmarks may replace it."""
+    return 2 if num_rows < 64 else 0
+
+
+@functools.lru_cache(maxsize=None)
+def _pdl_capable(index: int) -> bool:
+    # griddepcontrol needs an NVIDIA GPU of compute capability 9.0 or later.
+    return torch.version.hip is None and torch.cuda.get_device_capability(index)[0] >= 9
 
 
 def max_registers(dtype: torch.dtype, device: torch.device) -> int | None:
@@ -575,10 +638,19 @@ def gumbel_sample(
         splits = 1
     chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
     splits = triton.cdiv(vocab_size, chunk)
+    slots = splits > 1 and merge_slots(num_rows, splits, device)
     if splits > 1:
         best, best_s0, done, done_s0 = row_scratch(device, num_rows)
+        if slots:
+            best, best_s0 = row_slots(device, num_rows, splits)
     else:
         best, best_s0, done, done_s0 = out, 0, out, 0
+    pdl = use_pdl(num_rows, device) if device.type == "cuda" and not interpreting() else 0
+    if pdl and not _pdl_capable(device.index if device.index is not None else torch.cuda.current_device()):
+        pdl = 0
+    extra = dict(MERGE_SLOTS=True, SLOTS=triton.next_power_of_2(splits)) if slots else {}
+    if pdl:
+        extra.update(PDL=pdl, launch_pdl=True)
     _gumbel_sample_kernel[(num_rows, splits)](
         logits,
         logits.stride(0),
@@ -619,5 +691,6 @@ def gumbel_sample(
         BLOCK=block,
         num_warps=warps,
         **_register_cap(logits.dtype, device),
+        **extra,
     )
     return out

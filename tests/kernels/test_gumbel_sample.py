@@ -484,7 +484,96 @@ def test_preload_policy_by_chunk_length_and_element_size():
     from guarded_kernels.sample import early_blocks
 
     for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
-        assert early_blocks(4096, 4096, dtype) == 2 and early_blocks(8192, 4096, dtype) == 2
+        # A one-block chunk (T = 1) preloads that block only: a second would be all masked lanes.
+        assert early_blocks(2048, 2048, dtype) == 1 and early_blocks(100, 2048, dtype) == 1
+        assert early_blocks(4097, 4096, dtype) == 2 and early_blocks(8192, 4096, dtype) == 2
     for chunk in (8193, 151936, 262144):
         assert early_blocks(chunk, 4096, torch.bfloat16) == 1 and early_blocks(chunk, 4096, torch.float16) == 1
         assert early_blocks(chunk, 4096, torch.float32) == 0 and early_blocks(chunk, 4096, torch.float64) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_slot_merge_draws_what_the_atomic_merge_draws(device, dtype, small_blocks, monkeypatch):
+    # sample.merge_slots: each program of a split row stores its packed (key, index) word in a slot
+    # of its own and the last program reduces the row's slots, instead of one atomic maximum per
+    # row. Forced on and off at 2 to 23 programs per row (more than the slots first allocated, so
+    # the scratch grows), sampled and greedy rows give the same tokens: NaN and +inf in different
+    # programs, a tie across programs, padding rows, the winner in the last program's short chunk.
+    # Calls repeated on the same scratch draw the same again (the counter is reset, the slots are
+    # rewritten).
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    V = 45
+    greedy = _greedy_rows_with_nans(V, torch.Generator().manual_seed(41)).to(dtype).to(device)
+    T = greedy.shape[0]
+    _, idx, temp, seed, pos = _inputs(device, T, V)
+    sampled, _, _, _, _ = _inputs(device, T, V, dtype)
+    sampled[0, ::3] = float("nan")
+    sampled[1, 44] = 40.0  # the winner in the last program's short chunk
+    sampled[2, :30] = float("-inf")
+    idx[3] = -1  # padding
+    for block, splits in ((16, 2), (8, 3), (8, 5), (2, 23)):
+        small_blocks(block=block, splits=splits)
+        got = {}
+        for slots in (False, True):
+            monkeypatch.setattr(sample_mod, "merge_slots", lambda rows, n, dev, on=slots: on)
+            got[slots] = [gumbel_sample(greedy, idx, temp * 0, seed, pos), gumbel_sample(sampled, idx, temp, seed, pos)]
+            again = [gumbel_sample(greedy, idx, temp * 0, seed, pos), gumbel_sample(sampled, idx, temp, seed, pos)]
+            assert all(torch.equal(a, b) for a, b in zip(got[slots], again)), (block, splits, slots)
+        assert all(torch.equal(a, b) for a, b in zip(got[False], got[True])), (block, splits)
+        want = greedy.cpu().float().argmax(-1)
+        want[3] = 0
+        assert torch.equal(got[True][0].cpu(), want)
+        out = got[True][1].cpu()
+        assert out[1].item() == 44 and out[3].item() == 0 and out[2].item() >= 30 and not sampled[0, out[0]].isnan()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+                    reason="programmatic dependent launch: CUDA compute capability >= 9.0 only")
+@pytest.mark.parametrize("pdl", [1, 2])
+def test_programmatic_dependent_launch_draws_what_a_plain_launch_draws(device, pdl, monkeypatch):
+    # sample.use_pdl: the kernel may start before the previous kernel in the stream ends and waits
+    # (griddepcontrol.wait) before its first load. A chain where every call reads what the kernel
+    # just before it wrote (pos from a torch add of the last tokens; the merge scratch that the
+    # previous call's last programs reset, calls back to back) draws the same sequence as plain
+    # launches; a load before the wait would read stale pos or a counter not yet reset.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    T, V = 8, 262144
+    g = torch.Generator(device=device).manual_seed(5)
+    logits = torch.randn(T, V, device=device, generator=g) * 2
+    idx = torch.arange(T, dtype=torch.int32, device=device)
+    temp = torch.full((T,), 0.9, device=device)
+    seed = torch.arange(T, dtype=torch.int64, device=device) + 1
+
+    def chain():
+        pos = torch.arange(T, dtype=torch.int64, device=device)
+        outs = []
+        for _ in range(16):
+            out = gumbel_sample(logits, idx, temp, seed, pos)
+            outs.append(out)
+            outs.append(gumbel_sample(logits, idx, temp, seed, pos + 1))
+            pos = pos + out + 2
+        return torch.stack(outs)
+
+    monkeypatch.setattr(sample_mod, "use_pdl", lambda rows, dev: 0)
+    want = chain()
+    monkeypatch.setattr(sample_mod, "use_pdl", lambda rows, dev: pdl)
+    for _ in range(3):
+        assert torch.equal(chain(), want)
+    assert len(set(want[:, 0].tolist())) > 8  # the chain moves: pos changes the draws
+
+
+def test_few_row_launch_policy():
+    # benchmarks/NOTES.md, version 14 (runs 16-17 of the small-T harness): below 64 rows the merge
+    # goes through per-program slots and the launch is a programmatic dependent launch that also
+    # lets the next grid launch; from 64 rows on neither, so those kernels compile as before.
+    from guarded_kernels.sample import merge_slots, use_pdl
+
+    cuda = torch.device("cuda")
+    for rows in (1, 8, 63):
+        assert merge_slots(rows, 64, cuda) is True and use_pdl(rows, cuda) == 2
+    for rows in (64, 256, 1024):
+        assert merge_slots(rows, 4, cuda) is False and use_pdl(rows, cuda) == 0
