@@ -97,7 +97,8 @@ def _table(sources: dict[str, str], tag: str):
     for kind, configs in CONFIGS.items():
         module = _load(sources[kind], f"_sass_{kind}_{tag}")
         fn = module._gumbel_sample_kernel if kind == "sample" else module._resample_kernel
-        base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True)
+        base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True,
+                     MERGE_SLOTS=False, SLOTS=1, PDL=0)
                 if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128))
         for label, dtype, consts, warps in configs:
             try:
