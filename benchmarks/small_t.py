@@ -95,9 +95,13 @@ def few_rows(block: int, warps: int, blocks_per_program: int):
 
 
 def variants() -> dict:
-    """Name -> patches of the tree's module, for the sweep (most informative first: a run that
-    reaches its time limit keeps what it measured)."""
-    slots = (B, "merge_slots", lambda rows, splits, dev: True)
+    """Name -> patches of the tree's module, for the sweep and the rotation (most informative
+    first: a run that reaches its time limit keeps what it measured). Against the tree's defaults
+    since version 14 (below 64 rows: PDL 2 and the slot merge): ``atomic`` is run 17's B (the
+    atomic merge), ``nopdl`` turns PDL off; a ``cfg..`` name is a few-row launch configuration
+    (block x warps, blocks per program), with the defaults otherwise."""
+    atomic = (B, "merge_slots", lambda rows, splits, dev: False)
+    slots = (B, "merge_slots", lambda rows, splits, dev: rows < 64)
 
     def pdl(level):
         return (B, "use_pdl", lambda rows, dev: level if rows < 64 else 0)
@@ -106,11 +110,14 @@ def variants() -> dict:
         return (B, "launch_config", few_rows(block, warps, bpp))
 
     old_early = (B, "early_blocks", lambda chunk, block, dt: 2 if chunk <= 2 * block else (1 if dt.itemsize <= 2 else 0))
-    out = {"nopdl": [pdl(0)], "pdl2": [pdl(2)], "pdl1": [pdl(1)], "slots": [slots], "cfg1024x4w_bpp2": [cfg(1024, 4, 2)],
-           "pdl2+cfg1024x4w_bpp2": [pdl(2), cfg(1024, 4, 2)], "pdl2+slots": [pdl(2), slots],
-           "old_early": [old_early], "cfg2048x8w_bpp1": [cfg(2048, 8, 1)], "cfg1024x4w_bpp1": [cfg(1024, 4, 1)],
-           "cfg1024x4w_bpp4": [cfg(1024, 4, 4)], "cfg512x4w_bpp2": [cfg(512, 4, 2)],
-           "cfg4096x16w_bpp1": [cfg(4096, 16, 1)], "cfg2048x8w_bpp2": [cfg(2048, 8, 2)]}
+    out = {"atomic": [atomic], "nopdl": [pdl(0)], "pdl1": [pdl(1)], "pdl2": [pdl(2)], "slots": [slots],
+           # V = 151,936 at T = 8: 304 programs leave 40 SMs with 3 (run 17); these spread it finer.
+           "cfg1024x4w_bpp2": [cfg(1024, 4, 2)], "pdl1+cfg1024x4w_bpp2": [pdl(1), cfg(1024, 4, 2)],
+           "nopdl+cfg1024x4w_bpp2": [pdl(0), cfg(1024, 4, 2)], "cfg512x4w_bpp2": [cfg(512, 4, 2)],
+           "pdl1+cfg512x4w_bpp2": [pdl(1), cfg(512, 4, 2)], "old_early": [old_early],
+           "cfg2048x8w_bpp1": [cfg(2048, 8, 1)], "cfg1024x4w_bpp1": [cfg(1024, 4, 1)],
+           "cfg1024x4w_bpp4": [cfg(1024, 4, 4)], "cfg4096x16w_bpp1": [cfg(4096, 16, 1)],
+           "cfg2048x8w_bpp2": [cfg(2048, 8, 2)]}
     return out
 
 
