@@ -305,6 +305,27 @@ def run_variants(bw: float) -> list[dict]:
     return out
 
 
+RESAMPLE_CONFIGS = {"float32": ((1024, 4), (2048, 8), (2048, 4)), "bfloat16": ((4096, 8), (2048, 8), (2048, 4), (1024, 4))}
+
+
+def run_resample_sweep(bw: float) -> list[dict]:
+    """Version 16 (benchmarks/NOTES.md): resample's (BLOCK, warps, programs per request) at the
+    issue's sizes; one program per request runs both passes in one launch (PHASE 2), more run
+    the partial log-sum-exps and the draw as two launches."""
+    rs = "guarded_kernels.resample"
+    out = []
+    for dname, configs in RESAMPLE_CONFIGS.items():
+        for T, V in ((256, 151936), (256, 262144), (1024, 151936), (1024, 262144)):
+            for block, warps in configs:
+                for splits in ((1, 2, 3, 4, 6) if T == 256 else (1, 2)):
+                    def cfg(num_reqs, vocab_size, dt, device, block=block, warps=warps, splits=splits):
+                        return block, warps, splits
+
+                    out.append(_variant(bw, f"block={block} warps={warps} splits={splits}", rs, T, V, dname,
+                                        [(resample_mod, "launch_config", cfg)]))
+    return out
+
+
 def write_md(path: Path, meta: dict, rows: list[dict]) -> None:
     lines = [
         "# Sampling throughput",
@@ -331,6 +352,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="T in {1, 1024}, V = 262144 only")
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--no-table", action="store_true")
+    ap.add_argument("--resample-sweep", action="store_true",
+                    help="resample per (BLOCK, warps, programs per request) (DIR/resample_sweep.json)")
     ap.add_argument("--launch-floor", action="store_true",
                     help="also time an empty Triton kernel under graph replay (DIR/launch_floor.json)")
     ap.add_argument("--ts", type=int, nargs="*", help="row counts of the table (default: the issue's)")
@@ -352,6 +375,9 @@ def main() -> None:
     if args.variants:
         variants = run_variants(bw)
         (args.out / "variants.json").write_text(json.dumps(dict(meta, rows=variants), indent=1))
+    if args.resample_sweep:
+        sweep = run_resample_sweep(bw)
+        (args.out / "resample_sweep.json").write_text(json.dumps(dict(meta, rows=sweep), indent=1))
     if not args.no_table:
         ts, vs = ((1, 8, 1024), (262144,)) if args.quick else (TS, VS)
         rows = run_table(bw, args.ts or ts, args.vs or vs, args.impls or IMPLS)

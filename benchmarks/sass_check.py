@@ -31,12 +31,17 @@ CONFIGS = {
         ("fp32 use_fp64", "*fp32", dict(USE_FP64=True, SPLIT=False, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=1024), 8),
     ],
     "resample": [
-        (f"{dt[1:]} phase {ph}{' prefetch' if pf else ''}", dt,
-         dict(PHASE=ph, PREFETCH=pf, BLOCK=(1024 if dt == "*fp32" else 4096) if ph != 3 else 1024),
-         4 if dt == "*fp32" and ph != 3 else 8)
+        (f"{dt[1:]} phase {ph}{' prefetch' if pf else ''}{' 2048/8' if bw == (2048, 8) else ''}"
+         f"{' p-q' if form == 2 and dt == '*fp32' else ''}", dt,
+         dict(PHASE=ph, PREFETCH=pf, RESIDUAL_FORM=form, BLOCK=bw[0]), bw[1])
         for dt in ("*fp32", "*bf16")
         for ph in (0, 1, 2, 3)
         for pf in ((False, True) if ph in (1, 2) else (False,))
+        # As launched on an H200: run 6's BLOCK / warps below 256 requests, 2,048 / 8 from 256
+        # (float32 1,024 / 4 again from 4 x 132); the residual form by residual_form (version 19).
+        for bw in (((1024, 4) if dt == "*fp32" else (4096, 8)) if ph != 3 else (1024, 8),)
+                  + (((2048, 8),) if ph in (0, 1, 2) and not pf else ())
+        for form in ((1, 2) if dt == "*fp32" and ph in (1, 2) and not pf else (1,) if dt == "*fp32" else (2,))
     ],
 }
 INT_PTRS = {"idx_mapping_ptr", "seed_ptr", "pos_ptr", "cache_col_ptr", "best_ptr", "out_ptr", "draft_tokens_ptr",

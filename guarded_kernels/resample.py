@@ -13,7 +13,11 @@ For request ``r`` the row ``cu_num_logits[r] + num_accepted[r]`` of the target l
 
 ``p`` and ``q`` are softmaxes after temperature. Draws are Gumbel-max in log space,
 ``argmax_i(log2 r_i + G_i)``, with ``log r_i = log p_i + log(-expm1(log q_i - log p_i))``, the
-stable form of ``log(p_i - q_i)``; the noise is the verification stream of
+stable form of ``log(p_i - q_i)``, in float64 and for float32 logits below 256 requests; else
+the float32 draw forms ``r_i = p_i - q_i`` with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and
+``q_i`` alike (each exponent rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative
+error, as the log form does; probabilities below 2**-126 flush to zero), half the instructions
+(:func:`residual_form`). The noise is the verification stream of
 :mod:`guarded_kernels.noise` keyed by ``(seed[slot], pos[row])``, the same noise
 :func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
 kernel: with several programs per request, a first launch writes per-program partial
@@ -39,7 +43,16 @@ from guarded_kernels.noise import (
     unpack_index,
     use_fast_log,
 )
-from guarded_kernels.sample import _FLOATS, _INTS, _LOG2E, _greedy_update, _merge_key, _row_argmax, _row_winner
+from guarded_kernels.sample import (
+    _FLOATS,
+    _INTS,
+    _LOG2E,
+    _greedy_update,
+    _merge_key,
+    _row_argmax,
+    _row_winner,
+    _wave_splits,
+)
 from stridecheck import Tensor, stride_guard
 
 
@@ -61,13 +74,25 @@ def _residual_keys(
     GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr,
 ):
     """One loaded block of the resampled row (target ``x``, draft ``dl``, read only with
-    RESIDUAL): the residual's (or p's) Gumbel-max key, or the greedy key; running maximum."""
+    RESIDUAL): the residual's (or p's) Gumbel-max key, or the greedy key; running maximum.
+    RESIDUAL: 0 a draw from p, 1 the residual in the stable log form, 2 the residual as p - q."""
     x = x.to(tl.float32)
     if GREEDY:
         new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
     else:
         noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
-        if RESIDUAL:
+        if RESIDUAL == 2:
+            # p_i and q_i themselves, each log-sum-exp subtracted before its exponential (no
+            # overflow), and the residual weight p_i - q_i: 9 instructions per element where the
+            # stable log form below takes 18 (benchmarks/NOTES.md, version 16). Its error is the
+            # same order: each of p, q carries ~1e-6 relative error from rounding its exponent
+            # (|x * scale - lse| ~ 20, float32), so p - q carries ~2e-6 / (1 - q/p) relative, as
+            # the log form's log q - log p does. p_i below 2**-126 flushes to zero (such a token's
+            # residual weight is lost; the log form and the float64 path keep it).
+            p = tl.exp2(x * scale - lse_t)
+            q = tl.exp2(dl.to(tl.float32) * scale - lse_d)
+            k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
+        elif RESIDUAL == 1:
             lp = x * scale - lse_t
             lq = dl.to(tl.float32) * scale - lse_d
             d2 = lq - lp
@@ -326,6 +351,8 @@ def _resample_kernel(
     FAST_LOG: tl.constexpr,
     SPLITS_P2: tl.constexpr,
     PREFETCH: tl.constexpr,
+    # The residual key's form in the float32 draw (residual_form): 1 the log form, 2 p - q
+    RESIDUAL_FORM: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     req = tl.program_id(0).to(tl.int64)
@@ -420,7 +447,7 @@ def _resample_kernel(
         elif residual:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, True, FAST_LOG, PREFETCH, BLOCK,
+                best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK,
             )
         else:
             best_val, best_idx = _draw_chunk(
@@ -450,13 +477,35 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     """(BLOCK, num_warps, num_splits) for a launch; tests and benchmarks may replace it."""
     if device.type != "cuda":
         block, warps = 256, 4
+    elif num_reqs >= 256:
+        # Swept on an H200 at 256 and 1024 requests (benchmarks/NOTES.md, run 18): float32 1024 / 4
+        # warps (eight programs per SM) from 4 x SMs requests, 2048 / 8 below (four per SM: 64
+        # registers at 256 threads); bfloat16 / float16 2048 / 8 (four per SM). Programs per
+        # request by the wave count, as gumbel_sample chooses them: at 256 requests two, which
+        # fill one wave of 4 x 132 slots where three (the rule below) left 1.45 waves (+17%).
+        sms = sm_count(device)
+        if dtype == torch.float32 and num_reqs >= 4 * sms:
+            block, warps, per_sm = 1024, 4, 8
+        else:
+            block, warps, per_sm = 2048, 8, 4
+        return block, warps, _wave_splits(num_reqs, triton.cdiv(vocab_size, block), per_sm * sms)
     else:
-        # Swept on an H200 (benchmarks/NOTES.md, run 6): float32 1024 / 4 warps (64 registers, eight
-        # programs per SM), bfloat16 / float16 4096 / 8.
+        # Swept on an H200 (benchmarks/NOTES.md, run 6; not swept again below 256 requests):
+        # float32 1024 / 4 warps (64 registers, eight programs per SM), bfloat16 / float16 4096 / 8.
         block, warps = (1024, 4) if dtype == torch.float32 else (4096, 8)
     programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
     return block, warps, splits
+
+
+def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
+    """The float32 draw's residual key: 2, ``p_i - q_i`` from two exponentials (9 instructions per
+    element), or 1, the stable log form (18). Measured on an H200 (benchmarks/NOTES.md, versions
+    16-19): 16-bit logits are bound by instruction issue and take 2 (-6 to -13%); float32 takes 2
+    from 256 requests, where its 2,048 / 8-warp launch keeps four programs per SM only with
+    p - q's registers (the log form there: +6-8%), and 1 below, where p - q cost 5-6% at 64
+    requests. Both are exact to float32 rounding; tests and benchmarks may replace it."""
+    return 2 if dtype.itemsize < 4 or num_reqs >= 256 else 1
 
 
 def draw_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
@@ -509,7 +558,9 @@ def resample(
         draft_vocab_size: ``V_d <= min(V, W)``, default ``W``: ``q`` is zero beyond it.
         use_fp64: float64 logits, ``log2(e) / T``, log-sum-exps, residual, noise and maximum
             (one program per request, whatever ``launch_config`` says; not tuned for speed). The
-            float32 default resolves keys to about 2**-22 relative.
+            float32 default resolves keys to about 2**-22 relative (where it forms ``p - q``,
+            see :func:`residual_form`, tokens whose ``p`` and ``q`` are both below 2**-126 get a
+            residual weight of zero).
 
     Returns:
         [Q] int64 token ids in ``[0, V)``. If a rejected row's residual has no mass (no token with
@@ -606,6 +657,7 @@ def resample(
         FAST_LOG=use_fast_log(device),
         SPLITS_P2=triton.next_power_of_2(splits),
         PREFETCH=draw_prefetch(target_logits.dtype, device),
+        RESIDUAL_FORM=residual_form(target_logits.dtype, num_reqs),
         BLOCK=block,
         num_warps=warps,
     )

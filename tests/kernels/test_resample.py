@@ -1,5 +1,6 @@
 """guarded_kernels.resample: residual, one-hot and bonus draws; greedy; layouts."""
 
+import importlib
 import math
 
 import numpy as np
@@ -12,6 +13,9 @@ from tests.kernels.chisquare import chi2_pvalue
 from tests.kernels.reference import decided_argmax, near_tied_logits, noise2, scale64
 
 ALPHA = 1e-6  # as in test_gumbel_sample: fixed seeds, deterministic verdicts, large margins
+
+resample_mod = importlib.import_module("guarded_kernels.resample")
+
 
 TARGET = torch.tensor([0.0, 1.0, 2.0, -1.0, 0.5, 1.5, 0.3])
 DRAFT = torch.tensor([1.0, 0.0, 2.5, -1.0, 0.5, 0.0, 0.3])
@@ -218,12 +222,16 @@ def test_fp64_argmax_equals_a_float64_reference_of_the_same_noise(device, one_ho
     assert torch.equal(out, resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, draft_vocab_size=vd).cpu())
 
 
+@pytest.mark.parametrize("form", [1, 2])
 @pytest.mark.parametrize("use_fp64, block, splits", [(False, 16, 1), (False, 4, 3), (True, 16, 1)])
-def test_no_residual_mass_falls_back_to_p(device, use_fp64, block, splits, small_blocks):
+def test_no_residual_mass_falls_back_to_p(device, use_fp64, block, splits, form, small_blocks, monkeypatch):
     # p == q exactly (draft logits equal to the target's): max(p - q, 0) is zero everywhere and
     # the residual is undefined. In exact arithmetic such a draft is always accepted; the
     # fallback draws from p (the distribution the output must have), with the row's own noise,
     # so the token is gumbel_sample's draw of that row. Before, the lowest index came back.
+    # form 2 (p - q) must give exactly zero where p == q whatever the compiler fuses: on the GPU
+    # an FMA of a product and a subtraction rounds once and left a tiny residual (run 16).
+    monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: form)
     small_blocks(block=block, splits=splits)
     Q, S, V = 12, 2, 9
     target, _, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, V, seed0=4)
@@ -404,3 +412,98 @@ def test_a_token_19_nats_below_wins_exactly_when_its_noise_says(device, kind, us
             torch.arange(0, N + 1, S + 1), torch.arange(Q), torch.ones(Q), torch.full((Q,), TAIL_SEED), pos]
     out = resample(*[a if a is None else a.to(device) for a in args], use_fp64=use_fp64).cpu()
     assert out.tolist() == [want for *_, want in cases]
+
+
+@pytest.mark.parametrize("form", [1, 2])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_float32_draws_are_the_float64_reference_draws_where_decided(device, splits, form, small_blocks,
+                                                                     monkeypatch):
+    # The float32 path (both residual forms), one program per request and split, against the
+    # float64 reference of the same noise, on rows whose two best keys are more than 1e-3 apart
+    # in log2 units: far above float32's error (a few 1e-6 where 1 - q/p is not tiny) and below
+    # typical gaps, so nearly every row is compared. Residual, bonus and greedy rows mixed
+    # (accepted counts 0..S in turn).
+    monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: form)
+    small_blocks(block=16, splits=splits)
+    Q, S, V, W, vd = 48, 2, 61, 64, 57
+    args = _random_requests(device, Q, S, V, W, seed0=31)
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = args
+    out = resample(target, draft, tokens, acc, cu, idx, temp, seed, pos, draft_vocab_size=vd).cpu()
+    compared = 0
+    for r in range(Q):
+        keys = _reference_keys(target, draft, tokens, acc, cu, idx, temp, seed, pos, r, vd)
+        want = decided_argmax(keys, 1e-3)
+        if want is not None:
+            compared += 1
+            assert out[r].item() == want, (splits, form, r, out[r].item(), want)
+    assert compared >= Q - 4, compared
+
+
+def test_split_merge_scratch_is_at_rest_after_every_call(device, small_blocks):
+    # The per-request merge words and counters of a split draw return to rest (INT64_MIN, 0) at
+    # the end of each launch, so the next call (or a CUDA-graph replay) needs no fill launch.
+    from guarded_kernels._workspace import INT64_MIN, row_scratch
+
+    small_blocks(block=4, splits=2)
+    Q, S, V = 9, 2, 13
+    args = _random_requests(device, Q, S, V, V, seed0=37)
+    first = resample(*args)
+    assert torch.equal(first, resample(*args))
+    best, best_s0, count, count_s0 = row_scratch(device, Q)
+    assert (best[: Q * best_s0 : best_s0] == INT64_MIN).all()
+    assert (count[: Q * count_s0 : count_s0] == 0).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gpu", ["cuda"] if torch.cuda.is_available() else [])
+def test_split_requests_under_cuda_graph_replay(gpu):
+    # Several programs per request (partial log-sum-exps, then the draw with its one-launch
+    # merge), captured once and replayed with new noise positions: each replay must draw what an
+    # eager call draws (the merge words reset by the launch itself); mixed residual, bonus and
+    # greedy rows, V not a multiple of the block.
+    Q, S, V = 64, 3, 50_000
+    args = list(_random_requests(torch.device(gpu), Q, S, V, V + 8, seed0=43))
+    args[6][::5] = 0.0  # some greedy slots
+    pos = args[8]
+    static_pos = pos.clone()
+    args[8] = static_pos
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        resample(*args, draft_vocab_size=V - 3)  # warm-up: compile, scratch
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        captured = resample(*args, draft_vocab_size=V - 3)
+    for step in range(4):
+        static_pos.copy_(pos + 1000 * step)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(captured, resample(*args, draft_vocab_size=V - 3)), step
+
+
+def test_launch_configuration_by_request_count(monkeypatch):
+    # The swept policy (benchmarks/NOTES.md, run 18) on a 132-multiprocessor device: from 256
+    # requests, programs per request fill whole waves (two at 256 requests: 512 programs in 4 x
+    # 132 slots, where three made 1.45 waves); float32 from 4 x 132 requests at 1024 / 4 warps.
+    mod = resample_mod
+    monkeypatch.setattr(mod, "sm_count", lambda device: 132)
+    cuda = torch.device("cuda")
+    assert mod.launch_config(256, 151_936, torch.float32, cuda) == (2048, 8, 2)
+    assert mod.launch_config(1024, 262_144, torch.float32, cuda) == (1024, 4, 1)
+    assert mod.launch_config(1024, 151_936, torch.bfloat16, cuda) == (2048, 8, 1)
+    assert mod.launch_config(256, 262_144, torch.bfloat16, cuda) == (2048, 8, 2)
+    # Below 256 requests the run-6 rule: about four programs per multiprocessor.
+    assert mod.launch_config(8, 262_144, torch.float32, cuda) == (1024, 4, 66)
+    assert mod.launch_config(8, 262_144, torch.bfloat16, cuda) == (4096, 8, 64)
+
+
+
+def test_residual_form_by_element_size_and_request_count():
+    # p - q (half the instructions) where resampling is bound by issue (16-bit logits) and where
+    # float32's launch from 256 requests needs its registers; the log form for float32 below
+    # (benchmarks/NOTES.md, version 19).
+    assert resample_mod.residual_form(torch.bfloat16, 8) == 2
+    assert resample_mod.residual_form(torch.float16, 1024) == 2
+    assert resample_mod.residual_form(torch.float32, 64) == 1
+    assert resample_mod.residual_form(torch.float32, 256) == 2
