@@ -97,7 +97,7 @@ def few_rows(block: int, warps: int, blocks_per_program: int):
 def variants() -> dict:
     """Name -> patches of the tree's module, for the sweep and the rotation (most informative
     first: a run that reaches its time limit keeps what it measured). Against the tree's defaults
-    since version 14 (below 64 rows: PDL 2 and the slot merge): ``atomic`` is run 17's B (the
+    since version 15 (below 64 rows: PDL 2 and the slot merge): ``atomic`` is run 19's B (the
     atomic merge), ``nopdl`` turns PDL off; a ``cfg..`` name is a few-row launch configuration
     (block x warps, blocks per program), with the defaults otherwise."""
     atomic = (B, "merge_slots", lambda rows, splits, dev: False)
@@ -111,7 +111,7 @@ def variants() -> dict:
 
     old_early = (B, "early_blocks", lambda chunk, block, dt: 2 if chunk <= 2 * block else (1 if dt.itemsize <= 2 else 0))
     out = {"atomic": [atomic], "nopdl": [pdl(0)], "pdl1": [pdl(1)], "pdl2": [pdl(2)], "slots": [slots],
-           # V = 151,936 at T = 8: 304 programs leave 40 SMs with 3 (run 17); these spread it finer.
+           # V = 151,936 at T = 8: 304 programs leave 40 SMs with 3 (run 19); these spread it finer.
            "cfg1024x4w_bpp2": [cfg(1024, 4, 2)], "pdl1+cfg1024x4w_bpp2": [pdl(1), cfg(1024, 4, 2)],
            "nopdl+cfg1024x4w_bpp2": [pdl(0), cfg(1024, 4, 2)], "cfg512x4w_bpp2": [cfg(512, 4, 2)],
            "pdl1+cfg512x4w_bpp2": [pdl(1), cfg(512, 4, 2)], "old_early": [old_early],

@@ -567,7 +567,7 @@ def test_programmatic_dependent_launch_draws_what_a_plain_launch_draws(device, p
 
 
 def test_few_row_launch_policy():
-    # benchmarks/NOTES.md, version 14 (runs 16-17 of the small-T harness): below 64 rows the merge
+    # benchmarks/NOTES.md, version 15 (runs 17 and 19, the small-T harness): below 64 rows the merge
     # goes through per-program slots and the launch is a programmatic dependent launch that also
     # lets the next grid launch; from 64 rows on neither, so those kernels compile as before.
     from guarded_kernels.sample import merge_slots, use_pdl
