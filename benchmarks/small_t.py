@@ -82,6 +82,12 @@ def _time(module, T, V, dname, patches=(), replays=20, greedy=False) -> dict:
     return dict(us_graph=round(us, 3), new_kernel_regs=regs, tokens0=first[:8].tolist())
 
 
+def _rotation_member(variant: str, name: str) -> bool:
+    """Whether a row labelled ``variant`` is a pass of rotation member ``name`` (labels are the
+    name and the pass number: ``A1``, ``pdl1+cfg1024x4w_bpp23``; names may end in digits)."""
+    return variant.startswith(name) and variant[len(name):].isdigit()
+
+
 def few_rows(block: int, warps: int, blocks_per_program: int):
     """A launch_config for T < 64: ``blocks_per_program`` blocks of ``block`` per program."""
     orig = B.launch_config
@@ -210,13 +216,13 @@ def main() -> None:
             means = {}
             for n in args.rotation:
                 vals = [r["us_graph"] for r in rows if (r["dtype"], r["T"], r["V"]) == (dname, T, V)
-                        and r["variant"].rstrip("0123456789") == n and r["us_graph"] == r["us_graph"]]
+                        and _rotation_member(r["variant"], n) and r["us_graph"] == r["us_graph"]]
                 means[n] = sum(vals) / len(vals) if vals else float("nan")
             ratio = means.get("B", float("nan")) / means.get("A", float("nan")) - 1 if "A" in means else float("nan")
             print(f"{dname[:4] + ' T=' + str(T) + ' V=' + str(V):26} "
                   + " ".join(f"{means[n]:16.2f}" for n in args.rotation) + f"  {ratio:+.1%}")
     for n in dict.fromkeys(r["variant"] for r in rows):
-        if n.rstrip("0123456789") in args.rotation:
+        if any(_rotation_member(n, m) for m in args.rotation):
             continue
         cells = {(r["dtype"], r["T"], r["V"]): r["us_graph"] for r in rows if r["variant"] == n}
         print(f"{n:26} " + " ".join(f"{cells.get((d, T, V), float('nan')):7.2f}" for d in DTYPES for T, V in SMALL))
