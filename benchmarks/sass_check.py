@@ -27,7 +27,12 @@ CONFIGS = {
         ("bf16 split", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=1, BLOCK=4096), 16),
         ("bf16 split tracked", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=4096), 16),
         ("fp32 one program", "*fp32", dict(USE_FP64=False, SPLIT=False, PREFETCH=False, LANE_MAX=True, EARLY=0, BLOCK=4096), 16),
-        ("fp32 few rows", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=2048), 8),
+        # Below 64 rows (version 15): slot merge and PDL 2; T = 8 (V = 262,144: 64 programs a row,
+        # two blocks each) and T = 1 (128 programs, one block each).
+        ("fp32 few rows", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=2048,
+                                        MERGE_SLOTS=True, SLOTS=64, PDL=2), 8),
+        ("fp32 one row", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=1, BLOCK=2048,
+                                       MERGE_SLOTS=True, SLOTS=128, PDL=2), 8),
         ("fp32 use_fp64", "*fp32", dict(USE_FP64=True, SPLIT=False, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=1024), 8),
     ],
     "resample": [

@@ -71,7 +71,9 @@ def row_slots(device, rows: int, splits: int):
         size = max(rows, 64 if device.type == "cuda" else 8)
         if entry is not None:
             _retired.append(entry)
-        entry = (torch.full((size * width,), INT64_MIN, dtype=torch.int64, device=device), width)
+        # Uninitialised on purpose: no resting value is needed, and a fill would be one more
+        # launch, which CUDA-graph capture of a first call would record and replay every time.
+        entry = (torch.empty((size * width,), dtype=torch.int64, device=device), width)
         _cache[key] = entry
     return entry
 

@@ -83,12 +83,12 @@ def _residual_keys(
         noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
         if RESIDUAL == 2:
             # p_i and q_i themselves, each log-sum-exp subtracted before its exponential (no
-            # overflow), and the residual weight p_i - q_i: 9 instructions per element where the
-            # stable log form below takes 18 (benchmarks/NOTES.md, version 16). Its error is the
-            # same order: each of p, q carries ~1e-6 relative error from rounding its exponent
-            # (|x * scale - lse| ~ 20, float32), so p - q carries ~2e-6 / (1 - q/p) relative, as
-            # the log form's log q - log p does. p_i below 2**-126 flushes to zero (such a token's
-            # residual weight is lost; the log form and the float64 path keep it).
+            # overflow), and the residual weight p_i - q_i: about 8 instructions per element
+            # fewer than the stable log form below (SASS; benchmarks/NOTES.md, version 16). Its
+            # error is the same order: each of p, q carries ~1e-6 relative error from rounding
+            # its exponent (|x * scale - lse| ~ 20, float32), so p - q carries ~2e-6 / (1 - q/p)
+            # relative, as the log form's log q - log p does. p_i below 2**-126 flushes to zero
+            # (such a token's residual weight is lost; the log form and the float64 path keep it).
             p = tl.exp2(x * scale - lse_t)
             q = tl.exp2(dl.to(tl.float32) * scale - lse_d)
             k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
@@ -499,12 +499,14 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
 
 
 def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
-    """The float32 draw's residual key: 2, ``p_i - q_i`` from two exponentials (9 instructions per
-    element), or 1, the stable log form (18). Measured on an H200 (benchmarks/NOTES.md, versions
-    16-19): 16-bit logits are bound by instruction issue and take 2 (-6 to -13%); float32 takes 2
-    from 256 requests, where its 2,048 / 8-warp launch keeps four programs per SM only with
-    p - q's registers (the log form there: +6-8%), and 1 below, where p - q cost 5-6% at 64
-    requests. Both are exact to float32 rounding; tests and benchmarks may replace it."""
+    """The float32 draw's residual key: 2, ``p_i - q_i`` from two exponentials (about 8
+    instructions per element fewer, one MUFU more), or 1, the stable log form. Measured on an H200
+    (benchmarks/NOTES.md, versions 16-19): 16-bit logits are bound by instruction issue and take 2
+    (-4.3 to -5.8% at T >= 256 by itself in run 18; -7 to -13% with version 17's launch
+    configuration in run 23); float32 takes 2 from 256 requests, where its 2,048 / 8-warp launch
+    keeps four programs per SM only with p - q's registers (the log form there: +5.9 / +8.2%), and
+    1 below, where p - q cost +5.6 / +6.4% at 64 requests. Both are exact to float32 rounding;
+    tests and benchmarks may replace it."""
     return 2 if dtype.itemsize < 4 or num_reqs >= 256 else 1
 
 

@@ -487,7 +487,9 @@ def merge_slots(num_rows: int, splits: int, device: torch.device) -> bool:
     then the counter; the last program loads the row's slots and reduces them) rather than an
     atomic maximum on one word per row. Below 64 rows, with programmatic dependent launch, it
     measured level or faster on an H200 (within 0.15 us; benchmarks/NOTES.md, version 15); the
-    kernels for more rows are unchanged. Benchmarks may replace it."""
+    kernels for more rows are unchanged. The slot count is a constexpr (the next power of two of
+    the programs per row), so few-row launches compile one kernel per such width they meet.
+    Benchmarks may replace it."""
     return num_rows < 64
 
 
@@ -498,7 +500,9 @@ def use_pdl(num_rows: int, device: torch.device) -> int:
     programmatic-serialization attribute, so its launch overlaps the end of the previous kernel;
     2 also signals at once (``griddepcontrol.launch_dependents``) that the next grid may launch:
     a next kernel launched the same way still waits for this one to finish before it reads
-    anything, a plain one is not affected. Used below 64 rows, where the launch is most of a
+    anything, a plain one is not affected. (A kernel of someone else's launched with the
+    programmatic-serialization attribute right after this one must itself wait before reading
+    what this one writes: that attribute is a promise its launcher makes.) Used below 64 rows, where the launch is most of a
     call (benchmarks/NOTES.md, version 15); the kernels for more rows are unchanged. NVIDIA
     compute capability >= 9.0 only, never in the CPU interpreter. Benchmarks may replace it."""
     return 2 if num_rows < 64 else 0
