@@ -12,11 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stridecheck.lint import analysis
-from stridecheck.lint.engine import module_name
 from stridecheck.lint.launches import collect
-
-OPTS = analysis.AnalysisOptions()
+from tests.lint.test_rules_launch import lint_tree
 
 # A row copy: the store into `o` is bounded by `n_cols` only, which every launcher below takes
 # from `a`, so SC007 fires unless the launcher checks `o`'s width.
@@ -44,10 +41,8 @@ def _source(body: str, params: str = "a, o") -> str:
 
 
 def _sc007(tmp_path: Path, body: str, params: str = "a, o") -> list[int]:
-    path = tmp_path / "mod.py"
-    path.write_text(_source(body, params))
-    model = analysis.build_module_model(path.read_text(), path=str(path), module=module_name(str(path)), options=OPTS)
-    return [f.span.line for f in analysis.check_tree([model], OPTS) if f.code == "SC007"]
+    return [f.span.line for f in lint_tree(tmp_path, {"mod.py": _source(body, params)}, preview=True)
+            if f.code == "SC007"]
 
 
 def _checks(body: str, params: str = "a, o") -> set[tuple[str, int | None, str]]:
@@ -268,10 +263,8 @@ def _strided_source(body: str, outer: str = "a.stride(0)") -> str:
 
 
 def _sc004(tmp_path: Path, body: str, outer: str = "a.stride(0)") -> list[str]:
-    path = tmp_path / "mod.py"
-    path.write_text(_strided_source(body, outer))
-    model = analysis.build_module_model(path.read_text(), path=str(path), module=module_name(str(path)), options=OPTS)
-    return [f.message for f in analysis.check_tree([model], OPTS) if f.code == "SC004"]
+    return [f.message for f in lint_tree(tmp_path, {"mod.py": _strided_source(body, outer)}, preview=True)
+            if f.code == "SC004"]
 
 
 def test_literal_one_as_a_stride_fires_unpinned(tmp_path):
