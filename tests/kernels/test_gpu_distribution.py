@@ -72,27 +72,36 @@ def test_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypatch):
     assert abs(tail - expected) < 5 * math.sqrt(expected), (tail, expected)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("device", GPU)
-def test_large_vocabulary_residual(device):
-    V = 200_000
-    Q = 8192
-    g = torch.Generator().manual_seed(2)
-    t_row = torch.randn(V, generator=g) * 2
-    d_row = t_row + torch.randn(V, generator=g) * 0.7
-    target = t_row.cuda().expand(2 * Q, V)
-    draft = d_row.cuda().expand(1, 1, V)  # one request-state slot (idx_mapping is all 0)
+def _count_residual_draws(t_row, d_row, seed):
+    """[V] int64 counts (CPU) of DRAWS resampled tokens: CALL_ROWS requests a call, each with one
+    rejected draft, every target row ``t_row`` and every draft row ``d_row`` (one request-state
+    slot: idx_mapping is all 0, stride-0 rows read from L2), temperature 1, noise positions
+    fresh per call."""
+    V = t_row.numel()
+    Q = CALL_ROWS
+    target = t_row.float().cuda().expand(2 * Q, V)
+    draft = d_row.float().cuda().expand(1, 1, V)
     cu = torch.arange(0, 2 * Q + 1, 2, device="cuda")
     acc = torch.zeros(Q, dtype=torch.int64, device="cuda")
     idx = torch.zeros(Q, dtype=torch.int64, device="cuda")
     temp = torch.ones(1, device="cuda")
-    seed = torch.tensor([99], device="cuda")
+    seed_t = torch.tensor([seed], device="cuda")
     tokens = torch.zeros(Q, 1, dtype=torch.int64, device="cuda")
     counts = torch.zeros(V, dtype=torch.int64, device="cuda")
     for start in range(0, DRAWS, Q):
         pos = torch.arange(2 * start, 2 * start + 2 * Q, device="cuda")
-        counts += torch.bincount(resample(target, draft, tokens, acc, cu, idx, temp, seed, pos), minlength=V)
-    counts = counts.cpu().numpy()
+        counts += torch.bincount(resample(target, draft, tokens, acc, cu, idx, temp, seed_t, pos), minlength=V)
+    return counts.cpu()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("device", GPU)
+def test_large_vocabulary_residual(device):
+    V = 200_000
+    g = torch.Generator().manual_seed(2)
+    t_row = torch.randn(V, generator=g) * 2
+    d_row = t_row + torch.randn(V, generator=g) * 0.7
+    counts = _count_residual_draws(t_row, d_row, 99).numpy()
     p = torch.softmax(t_row.double(), -1)
     q = torch.softmax(d_row.double(), -1)
     r = (p - q).clamp(min=0)
@@ -132,20 +141,7 @@ def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypa
     r = (p - q).clamp(min=0)
     assert r[1] == 0
     mass = (r[2:].sum() / r.sum()).item()
-    Q = CALL_ROWS
-    target = t_row.float().cuda().expand(2 * Q, V)
-    draft = d_row.float().cuda().expand(1, 1, V)
-    cu = torch.arange(0, 2 * Q + 1, 2, device="cuda")
-    acc = torch.zeros(Q, dtype=torch.int64, device="cuda")
-    idx = torch.zeros(Q, dtype=torch.int64, device="cuda")
-    temp = torch.ones(1, device="cuda")
-    seed = torch.tensor([7], device="cuda")
-    tokens = torch.zeros(Q, 1, dtype=torch.int64, device="cuda")
-    counts = torch.zeros(V, dtype=torch.int64, device="cuda")
-    for start in range(0, DRAWS, Q):
-        pos = torch.arange(2 * start, 2 * start + 2 * Q, device="cuda")
-        counts += torch.bincount(resample(target, draft, tokens, acc, cu, idx, temp, seed, pos), minlength=V)
-    counts = counts.cpu()
+    counts = _count_residual_draws(t_row, d_row, 7)
     assert counts.sum() == DRAWS
     assert counts[1] == 0  # p_1 < q_1: never drawn
     tail = int(counts[2:].sum())
