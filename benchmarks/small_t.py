@@ -123,7 +123,10 @@ def variants() -> dict:
            "pdl1+cfg512x4w_bpp2": [pdl(1), cfg(512, 4, 2)], "old_early": [old_early],
            "cfg2048x8w_bpp1": [cfg(2048, 8, 1)], "cfg1024x4w_bpp1": [cfg(1024, 4, 1)],
            "cfg1024x4w_bpp4": [cfg(1024, 4, 4)], "cfg4096x16w_bpp1": [cfg(4096, 16, 1)],
-           "cfg2048x8w_bpp2": [cfg(2048, 8, 2)]}
+           "cfg2048x8w_bpp2": [cfg(2048, 8, 2)],
+           # About two equal programs per SM at V = 151,936, T = 8 (33 chunks of 9 x 512 columns: 264
+           # programs, run 19's candidate); the chunk is a loop of 9 blocks, not straight-line code.
+           "cfg512x4w_bpp9": [cfg(512, 4, 9)]}
     return out
 
 
