@@ -6,7 +6,8 @@ registers of the kernels it compiled. Times are medians of CUDA-graph replays pe
 harness and inputs (rotated buffers, temperature 0.9).
 
 Usage: ``PYTHONPATH=. python benchmarks/small_t.py --a DIR --out FILE.json [--passes N]
-[--rotation A B NAME ..] [--sweep] [--large] [--variants NAME ..] [--diagnostics]``. ``DIR`` holds
+[--rotation A B NAME ..] [--sweep] [--large] [--variants NAME ..] [--diagnostics] [--ts T ..]
+[--vs V ..]``. ``DIR`` holds
 ``sample_a.py`` (the reference sample.py, importing its scratch from ``workspace_a``) and
 ``workspace_a.py``. ``--large`` adds T = 256 / 1024 rows to the
 A/B passes (kernels there must be unchanged).
@@ -75,11 +76,12 @@ def _time(module, T, V, dname, patches=(), replays=20, greedy=False) -> dict:
         with bench._Patched(list(patches)):
             us = bench._graph_us(calls, replays=replays)
             first = fn(*(bufs[0][0], idx, temp, seed, bufs[0][1]))
+            launch = list(module.launch_config(T, V, DTYPES[dname], bufs[0][0].device, False))
     except Exception as exc:  # a variant the machine refuses (e.g. a launch attribute under capture)
         print(f"  failed: {type(exc).__name__}: {exc}", flush=True)
         return dict(us_graph=float("nan"), error=f"{type(exc).__name__}: {exc}"[:300])
     regs = sorted({r for i, r in bench._compiled_regs(kernel) if i not in seen})
-    return dict(us_graph=round(us, 3), new_kernel_regs=regs, tokens0=first[:8].tolist())
+    return dict(us_graph=round(us, 3), launch=launch, new_kernel_regs=regs, tokens0=first[:8].tolist())
 
 
 def _rotation_member(variant: str, name: str) -> bool:
@@ -105,12 +107,13 @@ def variants() -> dict:
     first: a run that reaches its time limit keeps what it measured). Against the tree's defaults
     since version 15 (below 64 rows: PDL 2 and the slot merge): ``atomic`` is run 19's B (the
     atomic merge), ``nopdl`` turns PDL off; a ``cfg..`` name is a few-row launch configuration
-    (block x warps, blocks per program), with the defaults otherwise."""
+    (block x warps, blocks per program), with the defaults otherwise (since run 24 the default PDL
+    of a 4-warp launch is 1: ``cfg1024x4w_bpp2`` then launches as ``pdl1+cfg1024x4w_bpp2``)."""
     atomic = (B, "merge_slots", lambda rows, splits, dev: False)
     slots = (B, "merge_slots", lambda rows, splits, dev: rows < 64)
 
     def pdl(level):
-        return (B, "use_pdl", lambda rows, dev: level if rows < 64 else 0)
+        return (B, "use_pdl", lambda rows, dev, warps=8: level if rows < 64 else 0)
 
     def cfg(block, warps, bpp):
         return (B, "launch_config", few_rows(block, warps, bpp))
@@ -162,10 +165,15 @@ def main() -> None:
                     help="A, B and sweep variant names measured in turn in every pass")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--large", action="store_true", help="also T = 256 / 1024 for A and B in every pass")
+    ap.add_argument("--ts", type=int, nargs="*", help="few-row counts (default 1 8), all below 64")
+    ap.add_argument("--vs", type=int, nargs="*", help="vocabularies of the few-row cases (default 151936 262144)")
     ap.add_argument("--variants", nargs="*", help="sweep only these variants")
     ap.add_argument("--diagnostics", action="store_true",
                     help="temperature 0 (no noise arithmetic) at T = 1 / 8, and the launch floor with PDL")
     args = ap.parse_args()
+    global SMALL
+    if args.ts or args.vs:
+        SMALL = [(T, V) for T in (args.ts or (1, 8)) for V in (args.vs or (151936, 262144))]
     sys.path.insert(0, str(args.a))
     A = _load(args.a / "sample_a.py", "sample_a")
     bw = bench.copy_bandwidth()

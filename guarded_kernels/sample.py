@@ -427,9 +427,57 @@ def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: to
     if block == 4096:
         # Two 512-thread programs fit on a multiprocessor (<= 64 registers).
         return block, warps, _wave_splits(num_rows, triton.cdiv(vocab_size, block), 2 * sm_count(device))
-    programs = 4 * sm_count(device)
-    splits = max(1, min(-(-programs // max(num_rows, 1)), triton.cdiv(vocab_size, block), 512))
-    return block, warps, splits
+    if device.type != "cuda":
+        return block, warps, _fill_splits(num_rows, vocab_size, block, 4 * sm_count(device))
+    return _few_row_grid(num_rows, vocab_size, sm_count(device))
+
+
+@functools.lru_cache(maxsize=1024)
+def _few_row_grid(num_rows: int, vocab_size: int, sms: int) -> tuple[int, int, int]:
+    """(BLOCK, num_warps, num_splits) below 64 rows on a GPU of ``sms`` multiprocessors.
+
+    2,048 / 8 warps filling four programs per SM, unless 1,024 / 4 warps filling eight balances
+    the work clearly better. The 2,048 / 8 grid can leave some multiprocessors one program more
+    than the rest (T = 8, V = 151,936: 304 programs on 132 SMs, 40 of them run three), and the
+    busiest one sets the launch's length; 1,024 / 4 cuts the work finer (there 600 programs, at
+    most five of 2,048 columns: 10,240 against 12,288). It is taken from two rows on where both
+    grids' programs walk at most two blocks (the straight-line kernel), its busiest SM walks
+    >= 15% fewer columns, and the 2,048 / 8 grid's busiest SM walks at least three blocks; it is
+    launched with PDL 1 (:func:`use_pdl`).
+
+    The thresholds are measured, not derived (H200, runs 24a and 24b of benchmarks/NOTES.md, three
+    interleaved passes against 2,048 / 8): the rule takes the three rows of 26 measured where the
+    finer grid won in both dtypes, T = 8 / V = 151,936 (fp32 -9.7%, 5.79 us; bf16 -11.7%, 4.92 us),
+    T = 4 / 151,936 (-4.7 / -6.3%), T = 5 / 262,144 (-7.9 / -12.1%), all with 5/6 of the columns;
+    with 7/8 of them (T = 6 / 151,936: +6.5 / +3.3%; T = 7 / 262,144, T = 11 and 12 / 151,936:
+    -4.3 to +0.9%) or a busiest SM of two blocks or less (T = 2 / 151,936: +1.2 / +3.0%; V = 32,000
+    at T = 2-4, 11, 12: -1.6 to +5.1%) it did not pay, nor at T = 1 (+10 to +15%) or where the
+    columns are even (T = 8 / 262,144: level to +7%)."""
+    coarse = (2048, 8, _fill_splits(num_rows, vocab_size, 2048, 4 * sms))
+    if num_rows < 2:
+        return coarse
+    fine = (1024, 4, _fill_splits(num_rows, vocab_size, 1024, 8 * sms))
+    c_cols, c_chunk = _busiest_sm_columns(num_rows, vocab_size, coarse[0], coarse[2], sms)
+    f_cols, f_chunk = _busiest_sm_columns(num_rows, vocab_size, fine[0], fine[2], sms)
+    straight = c_chunk <= 2 * coarse[0] and f_chunk <= 2 * fine[0]
+    if straight and 20 * f_cols <= 17 * c_cols and c_cols >= 3 * coarse[0]:
+        return fine
+    return coarse
+
+
+def _fill_splits(num_rows: int, vocab_size: int, block: int, programs: int) -> int:
+    # Programs per row that fill ``programs`` slots, at most one per block and 512 (the slots'
+    # width) a row.
+    return max(1, min(-(-programs // max(num_rows, 1)), triton.cdiv(vocab_size, block), 512))
+
+
+def _busiest_sm_columns(num_rows: int, vocab_size: int, block: int, splits: int, sms: int) -> tuple[int, int]:
+    """(columns the busiest multiprocessor walks, columns per program) of a launch of ``splits``
+    programs a row as the launcher lays it out (chunks a whole number of blocks), with the
+    programs dealt evenly over ``sms`` multiprocessors."""
+    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
+    programs = num_rows * triton.cdiv(vocab_size, chunk)
+    return -(-programs // sms) * chunk, chunk
 
 
 @functools.lru_cache(maxsize=1024)
@@ -493,7 +541,7 @@ def merge_slots(num_rows: int, splits: int, device: torch.device) -> bool:
     return num_rows < 64
 
 
-def use_pdl(num_rows: int, device: torch.device) -> int:
+def use_pdl(num_rows: int, device: torch.device, num_warps: int = 8) -> int:
     """Programmatic dependent launch (CUDA Programming Guide, "Programmatic Dependent Launch and
     Synchronization") for a launch of ``num_rows`` rows: 0 off; 1 the kernel waits for the previous
     grid in the stream (``griddepcontrol.wait``) before its first load and is launched with the
@@ -503,9 +551,14 @@ def use_pdl(num_rows: int, device: torch.device) -> int:
     anything, a plain one is not affected. (A kernel of someone else's launched with the
     programmatic-serialization attribute right after this one must itself wait before reading
     what this one writes: that attribute is a promise its launcher makes.) Used below 64 rows, where the launch is most of a
-    call (benchmarks/NOTES.md, version 15); the kernels for more rows are unchanged. NVIDIA
-    compute capability >= 9.0 only, never in the CPU interpreter. Benchmarks may replace it."""
-    return 2 if num_rows < 64 else 0
+    call (benchmarks/NOTES.md, version 15); the kernels for more rows are unchanged. A launch of
+    ``num_warps`` < 8 (the 1,024 / 4-warp few-row grid of :func:`launch_config`) takes 1: with 2
+    it lost that grid's whole gain (H200, T = 8, V = 151,936: fp32 6.35 against 5.79 us, bf16 5.53
+    against 4.97 us; benchmarks/NOTES.md, run 24a). NVIDIA compute capability >= 9.0 only, never in
+    the CPU interpreter. Benchmarks may replace it."""
+    if num_rows >= 64:
+        return 0
+    return 1 if num_warps < 8 else 2
 
 
 @functools.lru_cache(maxsize=None)
@@ -649,7 +702,7 @@ def gumbel_sample(
             best, best_s0 = row_slots(device, num_rows, splits)
     else:
         best, best_s0, done, done_s0 = out, 0, out, 0
-    pdl = use_pdl(num_rows, device) if device.type == "cuda" and not interpreting() else 0
+    pdl = use_pdl(num_rows, device, warps) if device.type == "cuda" and not interpreting() else 0
     if pdl and not _pdl_capable(device.index if device.index is not None else torch.cuda.current_device()):
         pdl = 0
     extra = dict(MERGE_SLOTS=True, SLOTS=triton.next_power_of_2(splits)) if slots else {}

@@ -532,16 +532,18 @@ def test_slot_merge_draws_what_the_atomic_merge_draws(device, dtype, small_block
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
                     reason="programmatic dependent launch: CUDA compute capability >= 9.0 only")
 @pytest.mark.parametrize("pdl", [1, 2])
-def test_programmatic_dependent_launch_draws_what_a_plain_launch_draws(device, pdl, monkeypatch):
+@pytest.mark.parametrize("V", [262144, 151936])
+def test_programmatic_dependent_launch_draws_what_a_plain_launch_draws(device, pdl, V, monkeypatch):
     # sample.use_pdl: the kernel may start before the previous kernel in the stream ends and waits
     # (griddepcontrol.wait) before its first load. A chain where every call reads what the kernel
     # just before it wrote (pos from a torch add of the last tokens; the merge scratch that the
     # previous call's last programs reset, calls back to back) draws the same sequence as plain
-    # launches; a load before the wait would read stale pos or a counter not yet reset.
+    # launches; a load before the wait would read stale pos or a counter not yet reset. On an
+    # H200, V = 262,144 launches the 2,048 / 8-warp grid and V = 151,936 the 1,024 / 4 one.
     import importlib
 
     sample_mod = importlib.import_module("guarded_kernels.sample")
-    T, V = 8, 262144
+    T = 8
     g = torch.Generator(device=device).manual_seed(5)
     logits = torch.randn(T, V, device=device, generator=g) * 2
     idx = torch.arange(T, dtype=torch.int32, device=device)
@@ -558,12 +560,16 @@ def test_programmatic_dependent_launch_draws_what_a_plain_launch_draws(device, p
             pos = pos + out + 2
         return torch.stack(outs)
 
-    monkeypatch.setattr(sample_mod, "use_pdl", lambda rows, dev: 0)
+    monkeypatch.setattr(sample_mod, "use_pdl", lambda rows, dev, warps=8: 0)
     want = chain()
-    monkeypatch.setattr(sample_mod, "use_pdl", lambda rows, dev: pdl)
+    monkeypatch.setattr(sample_mod, "use_pdl", lambda rows, dev, warps=8: pdl)
     for _ in range(3):
         assert torch.equal(chain(), want)
     assert len(set(want[:, 0].tolist())) > 8  # the chain moves: pos changes the draws
+    # The noise is keyed by token, not by program: the other few-row grid draws the same chain.
+    other = (2048, 8, 66) if sample_mod.launch_config(T, V, logits.dtype, logits.device, False)[0] == 1024 else (1024, 4, 132)
+    monkeypatch.setattr(sample_mod, "launch_config", lambda *args: other)
+    assert torch.equal(chain(), want)
 
 
 def test_few_row_launch_policy():
@@ -575,5 +581,43 @@ def test_few_row_launch_policy():
     cuda = torch.device("cuda")
     for rows in (1, 8, 63):
         assert merge_slots(rows, 64, cuda) is True and use_pdl(rows, cuda) == 2
+        # The 1,024 / 4-warp few-row grid waits without the early trigger (run 24).
+        assert use_pdl(rows, cuda, 4) == 1 and use_pdl(rows, cuda, 8) == 2
     for rows in (64, 256, 1024):
-        assert merge_slots(rows, 4, cuda) is False and use_pdl(rows, cuda) == 0
+        assert merge_slots(rows, 4, cuda) is False and use_pdl(rows, cuda) == 0 and use_pdl(rows, cuda, 4) == 0
+
+
+def test_few_row_grid_by_busiest_multiprocessor(monkeypatch):
+    # benchmarks/NOTES.md, runs 24a / 24b, on a 132-multiprocessor device: below 64 rows 2,048 / 8
+    # warps (four programs per SM), unless 1,024 / 4 warps (eight per SM) gives the busiest SM
+    # >= 15% fewer columns, the 2,048 / 8 grid's busiest SM walks >= 3 blocks and both grids'
+    # programs are at most two blocks.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    monkeypatch.setattr(sample_mod, "sm_count", lambda device: 132)
+    cfg = sample_mod.launch_config
+    cuda = torch.device("cuda")
+    for dt in (torch.float32, torch.bfloat16):
+        # The measured wins, each 5/6 of the busiest SM's columns. T = 8, V = 151,936: 304 programs
+        # of 2 x 2,048 leave 40 SMs three (12,288 columns); 600 of 2 x 1,024 at most five (10,240).
+        assert cfg(8, 151_936, dt, cuda, False) == (1024, 4, 132)
+        assert cfg(4, 151_936, dt, cuda, False) == (1024, 4, 149)  # 6,144 -> 5,120
+        assert cfg(5, 262_144, dt, cuda, False) == (1024, 4, 212)  # 12,288 -> 10,240
+        # T = 8, V = 262,144: 512 programs, four per SM (16,384 columns) either way: unchanged.
+        assert cfg(8, 262_144, dt, cuda, False) == (2048, 8, 66)
+        # Measured losses kept on 2,048 / 8: 7/8 of the columns (T = 6, V = 151,936: 8,192 ->
+        # 7,168) and busiest SMs of two blocks or less (T = 2, V = 151,936; V = 32,000).
+        assert cfg(6, 151_936, dt, cuda, False) == (2048, 8, 75)
+        assert cfg(2, 151_936, dt, cuda, False) == (2048, 8, 75)
+        for rows in (2, 4, 12):
+            assert cfg(rows, 32_000, dt, cuda, False) == (2048, 8, 16)
+        # One row: 75 / 128 one-block programs, one per SM either way: unchanged.
+        assert cfg(1, 151_936, dt, cuda, False) == (2048, 8, 75)
+        assert cfg(1, 262_144, dt, cuda, False) == (2048, 8, 128)
+        # Programs of more than two blocks (T = 16, V = 262,144: 8 blocks of 2,048) keep the
+        # measured grid, whatever the balance.
+        assert cfg(16, 262_144, dt, cuda, False) == (2048, 8, 33)
+        # From 64 rows and with float64 keys nothing changes.
+        assert cfg(64, 151_936, dt, cuda, False)[:2] == (4096, 16)
+        assert cfg(8, 151_936, dt, cuda, True) == (1024, 8, 1)
