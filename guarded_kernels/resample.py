@@ -20,14 +20,18 @@ error, as the log form does; probabilities below 2**-126 flush to zero), half th
 (:func:`residual_form`). The noise is the verification stream of
 :mod:`guarded_kernels.noise` keyed by ``(seed[slot], pos[row])``, the same noise
 :func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
-kernel: with several programs per request, a first launch writes per-program partial
-(max, sum) pairs and the second merges them; with one program per request both passes run in one
-launch. ``use_fp64`` runs a separate float64 branch (``PHASE == 3``, one program per request);
+kernel: with several programs per request, either one launch in which the programs of a
+request exchange their partial (max, sum) pairs and each draws from the chunk it just reduced,
+whose bytes are still in L2 (:func:`exchange_config`: from 64 requests on a GPU), or a first
+launch writes the pairs and the second merges them and draws, reading each row again; with one
+program per request both passes run in one launch. ``use_fp64`` runs a separate float64 branch (``PHASE == 3``, one program per request);
 the float32 phases are the GPU-tuned path. A rejected row whose residual has no mass (p == q)
 falls back to a draw from p, decided once per request after the maximum is known.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import triton
@@ -113,27 +117,28 @@ def _residual_keys(
 def _draw_chunk(
     target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected, best_val,
     best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, EVICT: tl.constexpr,
 ):
     """Columns ``[start, end)`` of the resampled row, BLOCK at a time. Greedy, residual and p
     draws are separate copies of the loop (constexpr flags): runtime branches inside one loop
     cost registers in all of them. Blocks wholly below ``V_d`` read the draft without a mask
     (vectorised loads), and with PREFETCH the next block's target and draft are loaded before
-    this block is computed (at the end the last block is loaded again: in bounds, unused)."""
+    this block is computed (at the end the last block is loaded again: in bounds, unused). EVICT is
+    the loads' L2 eviction policy ("" the default)."""
     lanes = tl.arange(0, BLOCK)
     full_end = start + ((end - start) // BLOCK) * BLOCK
     if RESIDUAL:
         d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
         if PREFETCH:
             if d_end > start:
-                x_next = tl.load(target_row_ptr + start + lanes)
-                d_next = tl.load(draft_row_ptr + start + lanes)
+                x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
+                d_next = tl.load(draft_row_ptr + start + lanes, eviction_policy=EVICT)
                 for off in range(start, d_end, BLOCK):
                     x = x_next
                     dl = d_next
                     nxt = tl.minimum(off + BLOCK, d_end - BLOCK) + lanes
-                    x_next = tl.load(target_row_ptr + nxt)
-                    d_next = tl.load(draft_row_ptr + nxt)
+                    x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
+                    d_next = tl.load(draft_row_ptr + nxt, eviction_policy=EVICT)
                     best_val, best_idx = _residual_keys(
                         x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
                         GREEDY, RESIDUAL, FAST_LOG,
@@ -142,24 +147,26 @@ def _draw_chunk(
             for off in range(start, d_end, BLOCK):
                 idx = off + lanes
                 best_val, best_idx = _residual_keys(
-                    tl.load(target_row_ptr + idx), tl.load(draft_row_ptr + idx), idx, key, scale, lse_t, lse_d,
+                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
+                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, key, scale, lse_t, lse_d,
                     rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
                 )
         # Full blocks reaching past V_d: q is zero there (the draft's log is -inf).
         for off in range(d_end, full_end, BLOCK):
             idx = off + lanes
             best_val, best_idx = _residual_keys(
-                tl.load(target_row_ptr + idx),
-                tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf")),
+                tl.load(target_row_ptr + idx, eviction_policy=EVICT),
+                tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"), eviction_policy=EVICT),
                 idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
             )
     else:
         if PREFETCH:
             if full_end > start:
-                x_next = tl.load(target_row_ptr + start + lanes)
+                x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
                 for off in range(start, full_end, BLOCK):
                     x = x_next
-                    x_next = tl.load(target_row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+                    nxt = tl.minimum(off + BLOCK, full_end - BLOCK) + lanes
+                    x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
                     best_val, best_idx = _residual_keys(
                         x, x, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
                         GREEDY, RESIDUAL, FAST_LOG,
@@ -167,15 +174,15 @@ def _draw_chunk(
         else:
             for off in range(start, full_end, BLOCK):
                 idx = off + lanes
-                x = tl.load(target_row_ptr + idx)
+                x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
                 best_val, best_idx = _residual_keys(
                     x, x, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
                 )
     if full_end < end:
         idx = full_end + lanes
-        x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"))
+        x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"), eviction_policy=EVICT)
         if RESIDUAL:
-            dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"))
+            dl = tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"), eviction_policy=EVICT)
         else:
             dl = x
         best_val, best_idx = _residual_keys(
@@ -185,8 +192,9 @@ def _draw_chunk(
 
 
 @triton.jit
-def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr):
-    """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``."""
+def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.constexpr):
+    """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``;
+    EVICT is the loads' L2 eviction policy ("" the default)."""
     lanes = tl.arange(0, BLOCK)
     m = tl.full((BLOCK,), float("-inf"), tl.float32)
     s = tl.zeros((BLOCK,), tl.float32)
@@ -195,18 +203,62 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr):
     # again: in bounds, unused), so memory latency overlaps the arithmetic.
     full_end = start + tl.maximum(end - start, 0) // BLOCK * BLOCK
     if full_end > start:
-        x_next = tl.load(row_ptr + start + lanes)
+        x_next = tl.load(row_ptr + start + lanes, eviction_policy=EVICT)
         for off in range(start, full_end, BLOCK):
             x = x_next
-            x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes)
+            x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes, eviction_policy=EVICT)
             m, s = _lse2_block(x, scale, m, s)
     if full_end < end:
         tail = full_end + lanes
-        m, s = _lse2_block(tl.load(row_ptr + tail, mask=tail < end, other=float("-inf")), scale, m, s)
+        m, s = _lse2_block(
+            tl.load(row_ptr + tail, mask=tail < end, other=float("-inf"), eviction_policy=EVICT), scale, m, s
+        )
     mx = tl.max(m, 0)
     ref = tl.where(mx == float("-inf"), 0.0, mx)
     total = tl.sum(s * tl.exp2(m - ref), 0)
     return mx, total
+
+
+@triton.jit
+def _chunk_lse2_pair(target_row_ptr, draft_row_ptr, start, end, draft_end, scale, BLOCK: tl.constexpr,
+                     EVICT: tl.constexpr):
+    """:func:`_chunk_lse2` of the target row over ``[start, end)`` and of the draft row over
+    ``[start, draft_end)`` in one loop, so that both rows' next blocks are in flight together
+    (twice the bytes per program that one row at a time keeps in flight)."""
+    lanes = tl.arange(0, BLOCK)
+    mt = tl.full((BLOCK,), float("-inf"), tl.float32)
+    st = tl.zeros((BLOCK,), tl.float32)
+    md = tl.full((BLOCK,), float("-inf"), tl.float32)
+    sd = tl.zeros((BLOCK,), tl.float32)
+    both_end = start + tl.maximum(tl.minimum(end, draft_end) - start, 0) // BLOCK * BLOCK
+    if both_end > start:
+        x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
+        d_next = tl.load(draft_row_ptr + start + lanes, eviction_policy=EVICT)
+        for off in range(start, both_end, BLOCK):
+            x = x_next
+            d = d_next
+            nxt = tl.minimum(off + BLOCK, both_end - BLOCK) + lanes
+            x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
+            d_next = tl.load(draft_row_ptr + nxt, eviction_policy=EVICT)
+            mt, st = _lse2_block(x, scale, mt, st)
+            md, sd = _lse2_block(d, scale, md, sd)
+    # What is left of each row (a partial last block, or the target's blocks beyond V_d), masked.
+    for off in range(both_end, end, BLOCK):
+        idx = off + lanes
+        mt, st = _lse2_block(
+            tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"), eviction_policy=EVICT), scale, mt, st
+        )
+    for off in range(both_end, draft_end, BLOCK):
+        idx = off + lanes
+        md, sd = _lse2_block(
+            tl.load(draft_row_ptr + idx, mask=idx < draft_end, other=float("-inf"), eviction_policy=EVICT),
+            scale, md, sd,
+        )
+    mxt = tl.max(mt, 0)
+    mxd = tl.max(md, 0)
+    total_t = tl.sum(st * tl.exp2(mt - tl.where(mxt == float("-inf"), 0.0, mxt)), 0)
+    total_d = tl.sum(sd * tl.exp2(md - tl.where(mxd == float("-inf"), 0.0, mxd)), 0)
+    return mxt, total_t, mxd, total_d
 
 
 @triton.jit
@@ -340,12 +392,14 @@ def _resample_kernel(
     done_stride_0,
     # [Q] int64
     out_ptr,
+    num_reqs,
     vocab_size,
     draft_vocab_size,
     chunk_size,
     num_splits,
     # 0: partial log-sum-exps only; 1: draw using them; 2: both, one program per request;
-    # 3: as 2, in float64 (use_fp64)
+    # 3: as 2, in float64 (use_fp64); 4: both in one launch, the programs of a request exchanging
+    # their partial log-sum-exps (exchange_config)
     PHASE: tl.constexpr,
     HAS_DRAFT: tl.constexpr,
     FAST_LOG: tl.constexpr,
@@ -354,9 +408,29 @@ def _resample_kernel(
     # The residual key's form in the float32 draw (residual_form): 1 the log form, 2 p - q
     RESIDUAL_FORM: tl.constexpr,
     BLOCK: tl.constexpr,
+    # L2 eviction policies of the log-sum-exp pass's and the draw's loads ("" the default)
+    EVICT_LSE: tl.constexpr,
+    EVICT_DRAW: tl.constexpr,
+    # PHASE 4: both rows' log-sum-exp pass in one loop (_chunk_lse2_pair)
+    PAIR_LSE: tl.constexpr,
 ):
-    req = tl.program_id(0).to(tl.int64)
-    split = tl.program_id(1)
+    if PHASE == 4:
+        # Chunks are handed out by a ticket counter (the word after the last request's counter),
+        # first come, first served: a program waits only for programs of its own request that
+        # already hold their tickets, or for at most num_splits - 1 tickets not yet taken, so
+        # the launch cannot deadlock while num_splits programs fit on the device at once,
+        # whatever order the hardware starts programs in (the dynamic-ticket argument of Merrill
+        # and Garland, *Single-pass Parallel Prefix Scan with Decoupled Look-back*, NVIDIA, 2016).
+        ticket_ptr = done_ptr + num_reqs * done_stride_0
+        ticket = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+        if ticket == num_reqs * num_splits - 1:
+            # Every ticket of this launch is taken: the dispenser returns to rest for the next.
+            tl.atomic_xchg(ticket_ptr, 0, sem="relaxed")
+        req = (ticket // num_splits).to(tl.int64)
+        split = ticket % num_splits
+    else:
+        req = tl.program_id(0).to(tl.int64)
+        split = tl.program_id(1)
     first = tl.load(cu_num_logits_ptr + req * cu_num_logits_stride_0).to(tl.int64)
     last = tl.load(cu_num_logits_ptr + (req + 1) * cu_num_logits_stride_0).to(tl.int64)
     accepted = tl.load(num_accepted_ptr + req * num_accepted_stride_0).to(tl.int64)
@@ -410,8 +484,8 @@ def _resample_kernel(
         tl.store(out_ptr + req, token64)
     elif PHASE == 0:
         if residual:
-            mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK)
-            md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK)
+            mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK, "")
+            md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK, "")
             base = stats_ptr + stats_row + split * 4
             tl.store(base, mt)
             tl.store(base + 1, st)
@@ -422,10 +496,36 @@ def _resample_kernel(
         lse_d = tl.full((), 0.0, tl.float32)
         if residual:
             if PHASE == 2:
-                mt, st = _chunk_lse2(target_row_ptr, 0, vocab_size, scale, BLOCK)
-                md, sd = _chunk_lse2(draft_row_ptr, 0, draft_vocab_size, scale, BLOCK)
+                mt, st = _chunk_lse2(target_row_ptr, 0, vocab_size, scale, BLOCK, "")
+                md, sd = _chunk_lse2(draft_row_ptr, 0, draft_vocab_size, scale, BLOCK, "")
                 lse_t = mt + tl.log2(st)
                 lse_d = md + tl.log2(sd)
+            elif PHASE == 4:
+                # This chunk's pass: its bytes stay in L2 for the draw below, which reads them
+                # again once every chunk of the request has published its partial pair.
+                if PAIR_LSE:
+                    mt, st, md, sd = _chunk_lse2_pair(
+                        target_row_ptr, draft_row_ptr, start, end, tl.minimum(end, draft_vocab_size), scale, BLOCK,
+                        EVICT_LSE,
+                    )
+                else:
+                    mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK, EVICT_LSE)
+                    md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK,
+                                         EVICT_LSE)
+                base = stats_ptr + stats_row + split * 4
+                tl.store(base, mt)
+                tl.store(base + 1, st)
+                tl.store(base + 2, md)
+                tl.store(base + 3, sd)
+                # The barrier orders the program's stores before the count; the count's release
+                # publishes them, and the acquire that sees the count complete makes every
+                # program's pair visible.
+                tl.debug_barrier()
+                arrived = tl.atomic_add(done_ptr + req * done_stride_0, 1, sem="acq_rel") + 1
+                while arrived < num_splits:
+                    arrived = tl.atomic_add(done_ptr + req * done_stride_0, 0, sem="acquire")
+                lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2)
+                lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2)
             else:
                 lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2)
                 lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2)
@@ -442,23 +542,27 @@ def _resample_kernel(
         if greedy:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, True, False, FAST_LOG, False, BLOCK,
+                best_val, best_idx, True, False, FAST_LOG, False, BLOCK, EVICT_DRAW,
             )
         elif residual:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK,
+                best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW,
             )
         else:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, False, FAST_LOG, PREFETCH, BLOCK,
+                best_val, best_idx, False, False, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW,
             )
         m, win, nan_won = _row_winner(best_val, best_idx)
-        if PHASE == 1:
+        if PHASE == 1 or PHASE == 4:
             tl.atomic_max(best_ptr + req * best_stride_0, _merge_key(m, win, nan_won))
             finished = tl.atomic_add(done_ptr + req * done_stride_0, 1)
-            if finished == num_splits - 1:
+            last_count = num_splits - 1
+            if PHASE == 4:
+                # A request that exchanged log-sum-exps counted each program in once already.
+                last_count = tl.where(residual, 2 * num_splits - 1, num_splits - 1)
+            if finished == last_count:
                 packed = tl.atomic_xchg(best_ptr + req * best_stride_0, -9223372036854775808)
                 tl.atomic_xchg(done_ptr + req * done_stride_0, 0)
                 token = unpack_index(packed)
@@ -508,6 +612,52 @@ def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
     1 below, where p - q cost +5.6 / +6.4% at 64 requests. Both are exact to float32 rounding;
     tests and benchmarks may replace it."""
     return 2 if dtype.itemsize < 4 or num_reqs >= 256 else 1
+
+
+class ExchangeConfig(NamedTuple):
+    """The one-launch path's configuration (:func:`exchange_config`)."""
+
+    block: int
+    num_warps: int
+    num_splits: int
+    # The two reads' L2 eviction policies: "", "evict_first" or "evict_last"
+    evict_lse: str = ""
+    evict_draw: str = ""
+    # Both rows' log-sum-exp pass in one loop: twice the bytes in flight, but more registers
+    # (fewer programs per SM); measured slower (benchmarks/NOTES.md, version 20)
+    pair_lse: bool = False
+
+
+def exchange_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device):
+    """An :class:`ExchangeConfig` for the one-launch path, or None for the two launches of
+    :func:`launch_config`; tests and benchmarks may replace it.
+
+    One launch (``PHASE == 4``): each program reduces its chunk of the target and draft rows to
+    partial (max, sum) pairs, publishes them, waits until every program of its request has, and
+    draws from the same chunk, whose bytes a few microseconds after the first read are still in
+    L2: each byte comes from DRAM once where the two launches read every row twice (their 50%
+    ceiling, benchmarks/NOTES.md).
+
+    Measured on an H200 (benchmarks/NOTES.md, version 20, runs 25-29, against the two launches
+    in the same process): 1,024 columns / 4 warps a block, one row at a time in the first pass,
+    evict_first on the draw's loads (its bytes are not read again). float32: chunks of 8,192
+    columns, -8% to -27% from 256 requests (V = 32,000 included), at 64 requests -8% at
+    V = 262,144 and +0.6% at 151,936. 16-bit logits: chunks of 16,384, -20% / -22% at 64 requests,
+    -9% / -12% at 256, -2% at 512 (V >= 151,936); at 1,024 requests the two launches are as fast
+    and are kept from 4 x SMs requests. At V = 32,000 below 256 requests (float32) or at all
+    (16-bit) the one launch lost 3-23% (a few programs per request, each chain for little
+    streaming): the two launches there, below 64 requests (not measured) and for float64."""
+    if device.type != "cuda" or num_reqs < 64:
+        return None
+    if dtype.itemsize == 4:
+        if vocab_size < 65536 and num_reqs < 256:
+            return None
+        columns = 8192
+    elif num_reqs < 4 * sm_count(device) and vocab_size >= 65536:
+        columns = 16384
+    else:
+        return None
+    return ExchangeConfig(1024, 4, triton.cdiv(vocab_size, columns), "", "evict_first", False)
 
 
 def draw_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
@@ -609,7 +759,16 @@ def resample(
         draft, d0, d1 = draft_logits, draft_logits.stride(0), draft_logits.stride(1)
     else:
         vd, draft, d0, d1 = 0, target_logits, 0, 0
-    block, warps, splits = launch_config(num_reqs, vocab_size, target_logits.dtype, device)
+    exchange = None if use_fp64 else exchange_config(num_reqs, vocab_size, target_logits.dtype, device)
+    if exchange is not None:
+        exchange = ExchangeConfig(*exchange)
+        block, warps, splits = exchange.block, exchange.num_warps, exchange.num_splits
+        # Every program of a request must be resident at once (the ticket argument in the kernel):
+        # at most one program per multiprocessor. The CPU interpreter runs programs one after
+        # another, so there a program waiting for another would wait forever: one per request.
+        splits = min(splits, sm_count(device)) if device.type == "cuda" else 1
+    else:
+        block, warps, splits = launch_config(num_reqs, vocab_size, target_logits.dtype, device)
     if use_fp64:
         # One program per request: the cross-program merge packs a float32 key.
         splits = 1
@@ -617,7 +776,11 @@ def resample(
             block, warps = 1024, 8
     chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
     splits = triton.cdiv(vocab_size, chunk)
-    if splits > 1:
+    if exchange is not None:
+        # One counter word more than requests: the ticket dispenser.
+        best, best_s0, done, done_s0 = row_scratch(device, num_reqs + 1)
+        stats = torch.empty((num_reqs, splits, 4), dtype=torch.float32, device=device)
+    elif splits > 1:
         best, best_s0, done, done_s0 = row_scratch(device, num_reqs)
         stats = torch.empty((num_reqs, splits, 4), dtype=torch.float32, device=device)
     else:
@@ -649,6 +812,7 @@ def resample(
         done,
         done_s0,
         out,
+        num_reqs,
         vocab_size,
         vd,
         chunk,
@@ -661,11 +825,16 @@ def resample(
         PREFETCH=draw_prefetch(target_logits.dtype, device),
         RESIDUAL_FORM=residual_form(target_logits.dtype, num_reqs),
         BLOCK=block,
+        EVICT_LSE=exchange.evict_lse if exchange is not None else "",
+        EVICT_DRAW=exchange.evict_draw if exchange is not None else "",
+        PAIR_LSE=exchange is not None and exchange.pair_lse,
         num_warps=warps,
     )
     grid = (num_reqs, splits)
     if use_fp64:
         _resample_kernel[grid](*args, PHASE=3, **meta)
+    elif exchange is not None:
+        _resample_kernel[grid](*args, PHASE=4, **meta)
     elif splits > 1:
         if has_draft:
             _resample_kernel[grid](*args, PHASE=0, **meta)

@@ -19,7 +19,8 @@ def device():
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Force several blocks and several programs per row at the tests' small vocabularies, so the
-    loop, the masked tail block and the one-launch cross-program merge are all exercised."""
+    loop, the masked tail block and the one-launch cross-program merge are all exercised;
+    ``exchange=True`` sends resample through its one-launch exchange path."""
     import importlib
 
     # `guarded_kernels.resample` the attribute is the function; the module is in sys.modules.
@@ -32,9 +33,14 @@ def small_blocks(monkeypatch):
 
         return launch_config
 
-    def apply(block=32, splits=3):
+    def apply(block=32, splits=3, exchange=False):
         monkeypatch.setattr(sample_mod, "launch_config", config(block, splits))
         monkeypatch.setattr(resample_mod, "launch_config", config(block, splits))
+        # exchange: resample's one-launch path (PHASE 4) with the same chunks; the interpreter
+        # runs it with one program per request (resample.exchange_config).
+        monkeypatch.setattr(
+            resample_mod, "exchange_config", lambda *a, **k: (block, 4, splits, "", "") if exchange else None
+        )
 
     return apply
 

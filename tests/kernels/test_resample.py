@@ -229,8 +229,10 @@ def test_fp64_argmax_equals_a_float64_reference_of_the_same_noise(device, one_ho
 
 
 @pytest.mark.parametrize("form", [1, 2])
-@pytest.mark.parametrize("use_fp64, block, splits", [(False, 16, 1), (False, 4, 3), (True, 16, 1)])
-def test_no_residual_mass_falls_back_to_p(device, use_fp64, block, splits, form, small_blocks, monkeypatch):
+@pytest.mark.parametrize("use_fp64, block, splits, exchange",
+                         [(False, 16, 1, False), (False, 4, 3, False), (False, 4, 3, True), (True, 16, 1, False)])
+def test_no_residual_mass_falls_back_to_p(device, use_fp64, block, splits, exchange, form, small_blocks,
+                                          monkeypatch):
     # p == q exactly (draft logits equal to the target's): max(p - q, 0) is zero everywhere and
     # the residual is undefined. In exact arithmetic such a draft is always accepted; the
     # fallback draws from p (the distribution the output must have), with the row's own noise,
@@ -238,7 +240,7 @@ def test_no_residual_mass_falls_back_to_p(device, use_fp64, block, splits, form,
     # form 2 (p - q) must give exactly zero where p == q whatever the compiler fuses: on the GPU
     # an FMA of a product and a subtraction rounds once and left a tiny residual (run 16).
     monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: form)
-    small_blocks(block=block, splits=splits)
+    small_blocks(block=block, splits=splits, exchange=exchange)
     Q, S, V = 12, 2, 9
     target, _, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, V, seed0=4)
     acc = torch.zeros(Q, dtype=torch.int64, device=device)  # draft 0 of every request rejected
@@ -318,11 +320,12 @@ def test_nan_rows_return_an_in_range_id(device, use_fp64, small_blocks):
     assert out[2].item() == gumbel_sample(target[row], idx[2:3], temp, seed, pos[row]).item()
 
 
-@pytest.mark.parametrize("use_fp64, splits", [(False, 3), (False, 1), (True, 1)])
-def test_greedy_is_torch_argmax_with_nans_infs_and_ties(device, use_fp64, splits, small_blocks):
+@pytest.mark.parametrize("use_fp64, splits, exchange", [(False, 3, False), (False, 3, True), (False, 1, False),
+                                                         (True, 1, False)])
+def test_greedy_is_torch_argmax_with_nans_infs_and_ties(device, use_fp64, splits, exchange, small_blocks):
     from tests.kernels.test_gumbel_sample import _greedy_rows_with_nans
 
-    small_blocks(block=16, splits=splits)
+    small_blocks(block=16, splits=splits, exchange=exchange)
     V = 45
     rows = _greedy_rows_with_nans(V, torch.Generator().manual_seed(43))
     Q = rows.shape[0]
@@ -414,8 +417,8 @@ def test_a_token_19_nats_below_wins_exactly_when_its_noise_says(device, kind, us
 
 
 @pytest.mark.parametrize("form", [1, 2])
-@pytest.mark.parametrize("splits", [1, 3])
-def test_float32_draws_are_the_float64_reference_draws_where_decided(device, splits, form, small_blocks,
+@pytest.mark.parametrize("splits, exchange", [(1, False), (3, False), (3, True)])
+def test_float32_draws_are_the_float64_reference_draws_where_decided(device, splits, exchange, form, small_blocks,
                                                                      monkeypatch):
     # The float32 path (both residual forms), one program per request and split, against the
     # float64 reference of the same noise, on rows whose two best keys are more than 1e-3 apart
@@ -423,35 +426,95 @@ def test_float32_draws_are_the_float64_reference_draws_where_decided(device, spl
     # typical gaps, so nearly every row is compared. Residual, bonus and greedy rows mixed
     # (accepted counts 0..S in turn).
     monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: form)
-    small_blocks(block=16, splits=splits)
+    small_blocks(block=16, splits=splits, exchange=exchange)
     Q, S, V, W, vd = 48, 2, 61, 64, 57
     args = _random_requests(device, Q, S, V, W, seed0=31)
     out = resample(*args, draft_vocab_size=vd).cpu()
     _assert_reference_draws(out, args, vd, 1e-3, Q - 4)
 
 
-def test_split_merge_scratch_is_at_rest_after_every_call(device, small_blocks):
+@pytest.mark.parametrize("exchange", [False, True])
+def test_split_merge_scratch_is_at_rest_after_every_call(device, exchange, small_blocks):
     # The per-request merge words and counters of a split draw return to rest (INT64_MIN, 0) at
-    # the end of each launch, so the next call (or a CUDA-graph replay) needs no fill launch.
+    # the end of each launch, so the next call (or a CUDA-graph replay) needs no fill launch;
+    # the one-launch exchange path also resets its ticket dispenser (the word after the last
+    # request's counter).
     from guarded_kernels._workspace import INT64_MIN, row_scratch
 
-    small_blocks(block=4, splits=2)
+    small_blocks(block=4, splits=2, exchange=exchange)
     Q, S, V = 9, 2, 13
     args = _random_requests(device, Q, S, V, V, seed0=37)
     first = resample(*args)
     assert torch.equal(first, resample(*args))
-    best, best_s0, count, count_s0 = row_scratch(device, Q)
+    best, best_s0, count, count_s0 = row_scratch(device, Q + 1)
     assert (best[: Q * best_s0 : best_s0] == INT64_MIN).all()
-    assert (count[: Q * count_s0 : count_s0] == 0).all()
+    assert (count[: (Q + 1) * count_s0 : count_s0] == 0).all()
+
+
+@pytest.mark.parametrize("vd", [61, 37])
+def test_exchange_path_draws_the_two_launch_tokens(device, vd, small_blocks, monkeypatch):
+    # The one-launch path (PHASE 4: chunks by ticket, partial log-sum-exps exchanged within the
+    # launch) reads the same chunks, merges the same partial pairs and draws with the same keys
+    # as the two launches at the same BLOCK and programs per request, so its tokens are the same
+    # token for token: residual (both forms), bonus, greedy and one-hot rows, a draft vocabulary
+    # ending inside a chunk (37) and at the row's end (61). The interpreter runs the exchange
+    # with one program per request (it runs programs one after another), so there the reference
+    # is the one-program launch; on a GPU three programs per request exchange.
+    Q, S, V, W = 40, 2, 61, 64
+    args = list(_random_requests(device, Q, S, V, W, seed0=53))
+    args[6][::7] = 0.0  # some greedy slots
+    splits = 3 if device.type == "cuda" else 1
+    for form in (1, 2):
+        monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs, form=form: form)
+        for drafts in (args[1], None):
+            call = args[:1] + [drafts] + args[2:]
+            small_blocks(block=8, splits=splits)
+            want = resample(*call, draft_vocab_size=vd if drafts is not None else None)
+            small_blocks(block=8, splits=3, exchange=True)
+            got = resample(*call, draft_vocab_size=vd if drafts is not None else None)
+            assert torch.equal(got, want), (form, drafts is None)
+            assert want.unique().numel() > 10  # varied tokens, not a constant
+
+
+def test_exchange_configuration_fields_and_defaults():
+    # A bare (block, warps, splits) tuple is a valid configuration: the two reads keep the
+    # default L2 policy and the log-sum-exp pass reads one row at a time.
+    cfg = resample_mod.ExchangeConfig(2048, 8, 19)
+    assert (cfg.evict_lse, cfg.evict_draw, cfg.pair_lse) == ("", "", False)
+
+
+def test_exchange_policy_by_request_count_and_element_size(monkeypatch):
+    # The measured policy (benchmarks/NOTES.md, version 20) on a 132-multiprocessor device: one
+    # launch from 64 requests, float32 8,192 columns a program, 16-bit logits 16,384 below
+    # 4 x 132 requests (at 1,024 the two launches are as fast); at V = 32,000 only float32 from
+    # 256 requests (where it measured -4% to -19%; 16-bit and T = 64 lost 3-23%); never on the
+    # CPU interpreter.
+    mod = resample_mod
+    monkeypatch.setattr(mod, "sm_count", lambda device: 132)
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    first = mod.ExchangeConfig(1024, 4, 19, "", "evict_first", False)
+    assert mod.exchange_config(256, 151_936, torch.float32, cuda) == first
+    assert mod.exchange_config(1024, 262_144, torch.float32, cuda).num_splits == 32
+    assert mod.exchange_config(64, 262_144, torch.bfloat16, cuda).num_splits == 16
+    assert mod.exchange_config(527, 151_936, torch.float16, cuda).num_splits == 10
+    assert mod.exchange_config(528, 151_936, torch.bfloat16, cuda) is None
+    assert mod.exchange_config(63, 151_936, torch.float32, cuda) is None
+    assert mod.exchange_config(256, 151_936, torch.float32, cpu) is None
+    assert mod.exchange_config(256, 32_000, torch.float32, cuda).num_splits == 4
+    assert mod.exchange_config(64, 32_000, torch.float32, cuda) is None
+    assert mod.exchange_config(256, 32_000, torch.bfloat16, cuda) is None
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("gpu", ["cuda"] if torch.cuda.is_available() else [])
-def test_split_requests_under_cuda_graph_replay(gpu):
+@pytest.mark.parametrize("exchange", [None, (2048, 8, 7, "evict_last", "evict_first")])
+def test_split_requests_under_cuda_graph_replay(gpu, exchange, monkeypatch):
     # Several programs per request (partial log-sum-exps, then the draw with its one-launch
     # merge), captured once and replayed with new noise positions: each replay must draw what an
     # eager call draws (the merge words reset by the launch itself); mixed residual, bonus and
-    # greedy rows, V not a multiple of the block.
+    # greedy rows, V not a multiple of the block. Also through the one-launch exchange path,
+    # whose ticket dispenser and counters must be back at rest after each replay.
+    monkeypatch.setattr(resample_mod, "exchange_config", lambda *a, **k: exchange)
     Q, S, V = 64, 3, 50_000
     args = list(_random_requests(torch.device(gpu), Q, S, V, V + 8, seed0=43))
     args[6][::5] = 0.0  # some greedy slots
@@ -471,6 +534,28 @@ def test_split_requests_under_cuda_graph_replay(gpu):
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(captured, resample(*args, draft_vocab_size=V - 3)), step
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gpu", ["cuda"] if torch.cuda.is_available() else [])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_default_exchange_draws_the_two_launch_tokens_at_full_size(gpu, dtype, monkeypatch):
+    # The default one-launch path at a served size (256 requests of V = 151,936: 19 or 10
+    # programs per request, thousands of tickets, programs waiting on each other across the
+    # whole device) against the two launches over the same chunks: equal token for token, with
+    # residual, bonus and greedy rows mixed.
+    Q, S, V = 256, 2, 151_936
+    args = list(_random_requests(torch.device(gpu), Q, S, V, V, seed0=59))
+    args[0], args[1] = args[0].to(dtype), args[1].to(dtype)
+    args[6][::9] = 0.0
+    cfg = resample_mod.exchange_config(Q, V, dtype, args[0].device)
+    assert cfg is not None and cfg.num_splits > 1
+    got = resample(*args)
+    monkeypatch.setattr(resample_mod, "exchange_config", lambda *a, **k: None)
+    monkeypatch.setattr(resample_mod, "launch_config", lambda *a, **k: (cfg.block, cfg.num_warps, cfg.num_splits))
+    want = resample(*args)
+    assert torch.equal(got, want)
+    assert want.unique().numel() > Q // 2
 
 
 def test_launch_configuration_by_request_count(monkeypatch):

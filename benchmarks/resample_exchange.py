@@ -1,0 +1,114 @@
+"""resample's one-launch exchange path (``PHASE == 4``, benchmarks/NOTES.md version 20) against
+its two launches, in one process, with ``benchmarks/sampling.py``'s harness and inputs
+(CUDA-graph replays, rotated buffers, T requests with one rejected draft each).
+
+Each configuration (BLOCK, warps, columns per program, the two reads' L2 eviction policies, both
+rows in one log-sum-exp loop) runs after the two-launch default of the same case, pass after
+pass (``--passes``), and its tokens on the first input set are compared with the two launches'
+at the same BLOCK and programs per request (the same chunks, so the same partial log-sum-exps:
+equal tokens expected, ``tokens_equal``).
+
+Usage: ``PYTHONPATH=. python benchmarks/resample_exchange.py --out FILE.json [--passes N]
+[--cases float32:256:151936 ..] [--configs 2048x8:8192:el-ef ..]``. A configuration is
+``BLOCKxWARPS:COLUMNS[:EVICT][:single]``, EVICT ``el-ef`` for evict_last then evict_first
+(``en`` or a lone ``-`` for the default policy), ``single`` for one row at a time in the
+log-sum-exp pass; ``launch:BLOCKxWARPS:PROGRAMS`` is the two launches at that configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+spec = importlib.util.spec_from_file_location("sampling_bench", ROOT / "benchmarks" / "sampling.py")
+bench = importlib.util.module_from_spec(spec)
+sys.modules["sampling_bench"] = bench
+spec.loader.exec_module(bench)
+rs = bench.resample_mod
+IMPL = "guarded_kernels.resample"
+
+CASES = [(d, T, V) for d in ("float32", "bfloat16") for T in (256, 1024) for V in (151936, 262144)]
+SWEEP = {
+    "float32": [f"{bw}:{c}:{e}" for bw in ("2048x8", "1024x4") for c in (4096, 8192, 16384) for e in ("-", "el-ef")]
+    + ["2048x8:8192:-:single"],
+    "bfloat16": [f"{bw}:{c}:{e}" for bw in ("2048x8", "4096x8") for c in (8192, 16384, 32768) for e in ("-", "el-ef")]
+    + ["2048x8:16384:-:single"],
+}
+POLICY = {"-": "", "el": "evict_last", "ef": "evict_first", "en": ""}
+
+
+def parse_config(text: str, V: int) -> tuple[str, rs.ExchangeConfig]:
+    parts = text.split(":")
+    block, warps = (int(x) for x in parts[0].split("x"))
+    columns = max(int(parts[1]), block)
+    evict = parts[2] if len(parts) > 2 else "-"
+    evict_lse, evict_draw = ("", "") if evict == "-" else (POLICY[p] for p in evict.split("-"))
+    pair = not (len(parts) > 3 and parts[3] == "single")
+    return text, rs.ExchangeConfig(block, warps, triton.cdiv(V, columns), evict_lse, evict_draw, pair)
+
+
+def _tokens_equal(T: int, V: int, dname: str, cfg) -> bool:
+    """The exchange's tokens against the two launches' at the same chunks, on one input set."""
+    calls, _ = bench._sample_calls(IMPL, T, V, bench.DTYPES[dname])
+    splits = min(cfg.num_splits, torch.cuda.get_device_properties(0).multi_processor_count)
+    saved = rs.exchange_config, rs.launch_config
+    try:
+        rs.exchange_config = lambda *a, **k: cfg
+        got = calls[0]()
+        rs.exchange_config = lambda *a, **k: None
+        rs.launch_config = lambda *a, **k: (cfg.block, cfg.num_warps, splits)
+        want = calls[0]()
+    finally:
+        rs.exchange_config, rs.launch_config = saved
+    return bool(torch.equal(got, want))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--passes", type=int, default=1)
+    ap.add_argument("--cases", nargs="*", help="DTYPE:T:V (default: both dtypes, T 256 / 1024, both V)")
+    ap.add_argument("--configs", nargs="*", help="BLOCKxWARPS:COLUMNS[:EVICT][:single] (default: the sweep)")
+    args = ap.parse_args()
+    cases = [(c.split(":")[0], int(c.split(":")[1]), int(c.split(":")[2])) for c in args.cases] if args.cases else CASES
+    bw = bench.copy_bandwidth()
+    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), copy_bandwidth_GBps=bw / 1e9)
+    print(json.dumps(meta), flush=True)
+    rows = []
+    for p in range(args.passes):
+        for dname, T, V in cases:
+            row = bench._variant(bw, "two launches (default)", IMPL, T, V, dname, [(rs, "exchange_config",
+                                                                                   lambda *a, **k: None)])
+            rows.append(dict(row, pass_=p))
+            for text in args.configs or SWEEP[dname]:
+                if text.startswith("launch:"):
+                    _, bws, programs = text.split(":")
+                    launch = (*(int(x) for x in bws.split("x")), int(programs))
+                    row = bench._variant(bw, text, IMPL, T, V, dname, [
+                        (rs, "exchange_config", lambda *a, **k: None),
+                        (rs, "launch_config", lambda *a, launch=launch, **k: launch)])
+                    rows.append(dict(row, pass_=p))
+                    continue
+                label, cfg = parse_config(text, V)
+                row = bench._variant(bw, label, IMPL, T, V, dname, [(rs, "exchange_config", lambda *a, cfg=cfg, **k: cfg)])
+                row = dict(row, pass_=p, splits=cfg.num_splits)
+                if p == 0:
+                    row["tokens_equal"] = _tokens_equal(T, V, dname, cfg)
+                    print(json.dumps({"tokens_equal": row["tokens_equal"], "variant": label}), flush=True)
+                rows.append(row)
+            args.out.write_text(json.dumps(dict(meta, rows=rows), indent=1))
+
+
+if __name__ == "__main__":
+    main()
