@@ -60,13 +60,20 @@ from guarded_kernels.sample import (
 from stridecheck import Tensor, stride_guard
 
 
+# The running maximum's start: the most negative finite float32, so that |x - m| is never
+# -inf - -inf (NaN) and a masked lane (x = -inf) adds 2**-inf = 0 without a test (two
+# instructions per element fewer than starting at -inf and selecting). A chunk with no finite
+# logit keeps it, with a sum of 0: its log-sum-exp is still -inf.
+_LSE_START = tl.constexpr(-3.4028234663852886e38)
+
+
 @triton.jit
 def _lse2_block(x, scale, m, s):
     x = x.to(tl.float32) * scale
     # Online log-sum-exp with one exp2 per element: of 2**(m - max) and 2**(x - max) one is 1,
-    # so s' = s * e + 1 when x is the new maximum and s + e otherwise, e = 2**-|x - m|.
-    # e is 0 for x = -inf (also when m is still -inf, where |x - m| would be NaN).
-    e = tl.where(x == float("-inf"), 0.0, tl.exp2(-tl.abs(x - m)))
+    # so s' = s * e + 1 when x is the new maximum and s + e otherwise, e = 2**-|x - m|
+    # (0 for x = -inf, and for the first finite x against _LSE_START).
+    e = tl.exp2(-tl.abs(x - m))
     grow = x > m
     s = tl.where(grow, s * e + 1.0, s + e)
     return tl.maximum(m, x), s
@@ -196,7 +203,7 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
     """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``;
     EVICT is the loads' L2 eviction policy ("" the default)."""
     lanes = tl.arange(0, BLOCK)
-    m = tl.full((BLOCK,), float("-inf"), tl.float32)
+    m = tl.full((BLOCK,), _LSE_START, tl.float32)
     s = tl.zeros((BLOCK,), tl.float32)
     # Full blocks unmasked (vectorised loads), then the masked tail block.
     # The next block is loaded before this one is reduced (at the end the last block is loaded
@@ -226,9 +233,9 @@ def _chunk_lse2_pair(target_row_ptr, draft_row_ptr, start, end, draft_end, scale
     ``[start, draft_end)`` in one loop, so that both rows' next blocks are in flight together
     (twice the bytes per program that one row at a time keeps in flight)."""
     lanes = tl.arange(0, BLOCK)
-    mt = tl.full((BLOCK,), float("-inf"), tl.float32)
+    mt = tl.full((BLOCK,), _LSE_START, tl.float32)
     st = tl.zeros((BLOCK,), tl.float32)
-    md = tl.full((BLOCK,), float("-inf"), tl.float32)
+    md = tl.full((BLOCK,), _LSE_START, tl.float32)
     sd = tl.zeros((BLOCK,), tl.float32)
     both_end = start + tl.maximum(tl.minimum(end, draft_end) - start, 0) // BLOCK * BLOCK
     if both_end > start:

@@ -433,6 +433,26 @@ def test_float32_draws_are_the_float64_reference_draws_where_decided(device, spl
     _assert_reference_draws(out, args, vd, 1e-3, Q - 4)
 
 
+@pytest.mark.parametrize("splits, exchange", [(3, False), (3, True), (1, False)])
+def test_rows_mostly_minus_infinity_draw_the_float64_reference(device, splits, exchange, small_blocks):
+    # Sparse rows (about 85% of the target and draft logits -inf, so that whole blocks and whole
+    # chunks of a row hold no finite logit): the running maximum starts at the most negative
+    # finite float32, not -inf, and an empty block or chunk must add nothing to either
+    # log-sum-exp (a chunk with no finite logit publishes (that start, 0)). Against the
+    # float64 reference of the same noise, as the dense test above.
+    small_blocks(block=4, splits=splits, exchange=exchange)
+    Q, S, V, W, vd = 48, 2, 61, 64, 57
+    target, draft, *rest = _random_requests(device, Q, S, V, W, seed0=61)
+    g = torch.Generator().manual_seed(62)
+    target = target.masked_fill((torch.rand(target.shape, generator=g) < 0.85).to(device), -math.inf)
+    draft = draft.masked_fill((torch.rand(draft.shape, generator=g) < 0.85).to(device), -math.inf)
+    target[:, 0] = 0.0  # every row keeps one finite logit
+    draft[:, :, 1] = 0.0
+    args = (target, draft, *rest)
+    out = resample(*args, draft_vocab_size=vd).cpu()
+    _assert_reference_draws(out, args, vd, 1e-3, Q - 4)
+
+
 @pytest.mark.parametrize("exchange", [False, True])
 def test_split_merge_scratch_is_at_rest_after_every_call(device, exchange, small_blocks):
     # The per-request merge words and counters of a split draw return to rest (INT64_MIN, 0) at
