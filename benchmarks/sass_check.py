@@ -33,6 +33,10 @@ CONFIGS = {
                                         MERGE_SLOTS=True, SLOTS=64, PDL=2), 8),
         ("fp32 one row", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=1, BLOCK=2048,
                                        MERGE_SLOTS=True, SLOTS=128, PDL=2), 8),
+        # The balanced few-row grid (run 24): T = 8, V = 151,936 at 1,024 / 4 warps, 75 programs a
+        # row of two blocks, PDL 1.
+        ("fp32 few rows 1024/4", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2,
+                                               BLOCK=1024, MERGE_SLOTS=True, SLOTS=128, PDL=1), 4),
         ("fp32 use_fp64", "*fp32", dict(USE_FP64=True, SPLIT=False, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=1024), 8),
     ],
     "resample": [
@@ -47,7 +51,12 @@ CONFIGS = {
         for bw in (((1024, 4) if dt == "*fp32" else (4096, 8)) if ph != 3 else (1024, 8),)
                   + (((2048, 8),) if ph in (0, 1, 2) and not pf else ())
         for form in ((1, 2) if dt == "*fp32" and ph in (1, 2) and not pf else (1,) if dt == "*fp32" else (2,))
-    ],
+    ]
+    # The one launch (version 20, exchange_config): 1,024 / 4 warps, one row at a time, evict_first
+    # on the draw; float32 with the log form (64-255 requests) and p - q (from 256).
+    + [(f"{dt[1:]} phase 4{' p-q' if form == 2 and dt == '*fp32' else ''}", dt,
+        dict(PHASE=4, PREFETCH=False, RESIDUAL_FORM=form, BLOCK=1024, EVICT_DRAW="evict_first"), 4)
+       for dt in ("*fp32", "*bf16") for form in ((1, 2) if dt == "*fp32" else (2,))],
 }
 INT_PTRS = {"idx_mapping_ptr", "seed_ptr", "pos_ptr", "cache_col_ptr", "best_ptr", "out_ptr", "draft_tokens_ptr",
             "num_accepted_ptr", "cu_num_logits_ptr"}
@@ -109,7 +118,8 @@ def _table(sources: dict[str, str], tag: str):
         fn = module._gumbel_sample_kernel if kind == "sample" else module._resample_kernel
         base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True,
                      MERGE_SLOTS=False, SLOTS=1, PDL=0)
-                if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128))
+                if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128, EVICT_LSE="",
+                                              EVICT_DRAW="", PAIR_LSE=False))
         for label, dtype, consts, warps in configs:
             try:
                 rows[(kind, label)] = _measure(fn, dtype, {**base, **consts}, warps)
