@@ -1,0 +1,41 @@
+"""benchmarks/resample_exchange.py: the configuration names it is given and what they install."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _resample_exchange():
+    spec = importlib.util.spec_from_file_location("resample_exchange_under_test",
+                                                  ROOT / "benchmarks" / "resample_exchange.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_configuration_names_parse_to_exchange_configs():
+    mod = _resample_exchange()
+    cfg = mod.rs.ExchangeConfig
+    # Columns a program -> programs per request at the case's vocabulary (ceil).
+    assert mod.parse_config("1024x4:8192:en-ef:single", 151_936) == (
+        "1024x4:8192:en-ef:single", cfg(1024, 4, 19, "", "evict_first", False))
+    assert mod.parse_config("2048x8:16384:el-ef", 262_144)[1] == cfg(2048, 8, 16, "evict_last", "evict_first", True)
+    # No policy given, or "-": the default eviction; columns below the block round up to one block.
+    assert mod.parse_config("4096x8:1024", 32_000)[1] == cfg(4096, 8, 8, "", "", True)
+    assert mod.parse_config("1024x4:8192:-:single", 8192)[1] == cfg(1024, 4, 1, "", "", False)
+    with pytest.raises(KeyError):
+        mod.parse_config("1024x4:8192:xx-ef", 8192)
+
+
+def test_every_default_sweep_configuration_parses():
+    mod = _resample_exchange()
+    for dname, configs in mod.SWEEP.items():
+        for text in configs:
+            label, cfg = mod.parse_config(text, 151_936)
+            assert label == text and cfg.num_splits >= 1 and cfg.block in (1024, 2048, 4096)
