@@ -452,8 +452,10 @@ def _resample_kernel(
     else:
         residual = temp != temp  # always False, as a scalar tensor like the other branch
     # A column inside one row: below V < 2**31 (the launcher checks), so int32 cannot wrap;
-    # keeping token ids 32-bit saves 64-bit integer work on every element.
-    start = split * chunk_size  # stridecheck: ignore[SC006]
+    # keeping token ids 32-bit saves 64-bit integer work on every element. SC001 reads a chunk
+    # index that came from the ticket (an atomic) as a loaded row selector; it counts chunks
+    # along the row, whose inner stride the guard requires to be 1, as the arange beside it does.
+    start = split * chunk_size  # stridecheck: ignore[SC001, SC006]
     end = tl.minimum(start + chunk_size, vocab_size)
     target_row_ptr = target_ptr + row * target_stride_0
     draft_row_ptr = draft_ptr + slot * draft_stride_0 + accepted * draft_stride_1
