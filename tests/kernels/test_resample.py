@@ -603,3 +603,182 @@ def test_residual_form_by_element_size_and_request_count():
     assert resample_mod.residual_form(torch.float16, 1024) == 2
     assert resample_mod.residual_form(torch.float32, 64) == 1
     assert resample_mod.residual_form(torch.float32, 256) == 2
+
+
+# The one-launch exchange path with several programs per request, on the CPU: the interpreter
+# runs a launch's programs one after another (a program waiting for a later one would wait
+# forever), so here each program is a one-program launch of the same arguments on a thread of
+# its own. PHASE 4 takes its request and chunk from the ticket, not the program id, so these
+# launches are the programs of one launch, in whatever order the threads reach the dispenser.
+# The interpreter's atomics are serialised by a lock; Python's thread switches interleave the
+# programs between and inside their exchanges.
+_INTERPRETED = not torch.cuda.is_available()
+
+
+def _exchange_in_threads(call_args, vd, block, splits, workers, pair_lse=False, evict=("", "")):
+    """Tokens of resample's PHASE 4 launch with ``splits`` programs per request run as
+    ``workers`` threads (at most ``workers`` programs resident at once), and the programs per
+    request. Fails if the threads do not all finish (a deadlock) or one raises."""
+    import threading
+    import time
+
+    import triton
+    from triton.runtime import interpreter
+
+    launches = []
+
+    class Capture:
+        def __getitem__(self, grid):
+            return lambda *args, **meta: launches.append((grid, args, meta))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(resample_mod, "_resample_kernel", Capture())
+        mp.setattr(resample_mod, "exchange_config",
+                   lambda *a, **k: resample_mod.ExchangeConfig(block, 4, splits, *evict, pair_lse))
+        resample(*call_args, draft_vocab_size=vd)
+    (grid, args, meta), = launches
+    assert meta["PHASE"] == 4
+    num_reqs, V = grid[0], call_args[0].shape[1]
+    # The launcher's chunks for `splits` programs (it forces one on the CPU).
+    chunk = triton.cdiv(triton.cdiv(V, splits), block) * block
+    num_splits = triton.cdiv(V, chunk)
+    args = list(args)
+    args[20] = torch.empty((num_reqs, num_splits, 4), dtype=torch.float32)  # stats
+    out = args[25] = torch.full((num_reqs,), -1, dtype=torch.int64)
+    args[29], args[30] = chunk, num_splits
+    meta = dict(meta, SPLITS_P2=triton.next_power_of_2(num_splits))
+    kernel = resample_mod._resample_kernel
+    pending = list(range(num_reqs * num_splits))
+    lock, errors = threading.Lock(), []
+
+    def resident():
+        while True:
+            with lock:
+                if not pending:
+                    return
+                pending.pop()
+            try:
+                kernel[(1, 1)](*args, **meta)
+            except BaseException as e:  # noqa: BLE001 - reported by the test
+                errors.append(e)
+                return
+
+    # One patch of the language for all threads: each launch patches and restores it, and a
+    # restore by a launch that ends first must not unpatch one still running.
+    scope = interpreter._patch_lang(kernel.fn)
+    try:
+        threads = [threading.Thread(target=resident, daemon=True) for _ in range(workers)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 300
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in threads), "programs still waiting: deadlock"
+    finally:
+        scope.restore()
+    assert not errors, errors
+    return out, num_splits
+
+
+def _assert_exchange_at_rest(device, num_reqs):
+    from guarded_kernels._workspace import INT64_MIN, row_scratch
+
+    best, best_s0, count, count_s0 = row_scratch(device, num_reqs + 1)
+    assert (best[: num_reqs * best_s0 : best_s0] == INT64_MIN).all()
+    assert (count[: (num_reqs + 1) * count_s0 : count_s0] == 0).all()  # counters and the dispenser
+
+
+@pytest.mark.skipif(not _INTERPRETED, reason="interpreter programs as threads; a GPU runs them concurrently "
+                    "(test_default_exchange_draws_the_two_launch_tokens_at_full_size)")
+@pytest.mark.parametrize("splits, vd, pair_lse, evict, workers", [
+    (3, 37, False, ("", "evict_first"), 3),  # V_d inside chunk 1 of [0, 24) [24, 48) [48, 61): chunk 2 beyond it
+    (3, 24, True, ("evict_last", ""), 3),  # V_d at a chunk boundary, both rows in one loop
+    (2, 5, True, ("", ""), 2),  # V_d inside the first block; chunk 1 wholly beyond V_d
+    (3, 61, True, ("", "evict_first"), 24),  # V_d = V (W = 64 wider); every program resident at once
+    (8, 45, False, ("", ""), 8),  # one block a chunk, the last chunk a partial block
+])
+def test_exchange_across_programs_draws_the_two_launch_tokens(device, splits, vd, pair_lse, evict, workers,
+                                                             small_blocks):
+    # Several programs per request exchanging their partial log-sum-exps for real: chunks by
+    # ticket, each program waits for its request's pairs, merges them and draws from its own
+    # chunk; residual rows counted twice (the merge count reaches 2 * splits - 1), bonus and
+    # greedy rows once, mixed in one batch. With as many resident programs as programs per
+    # request (the deadlock argument's minimum) the launch must finish; its tokens must be the
+    # two launches' at the same chunks, token for token, and the merge words, counters and ticket
+    # dispenser back at rest, so that a second launch (a CUDA-graph replay) draws the same.
+    Q, S, V, W = 8, 2, 61, 64
+    args = list(_random_requests(device, Q, S, V, W, seed0=71))
+    args[6][::4] = 0.0  # greedy slots
+    small_blocks(block=8, splits=splits)
+    want = resample(*args, draft_vocab_size=vd)
+    got, num_splits = _exchange_in_threads(args, vd, 8, splits, workers, pair_lse, evict)
+    assert num_splits == splits
+    assert torch.equal(got, want), (got, want)
+    assert want.unique().numel() >= Q // 2  # varied tokens, not a constant
+    _assert_exchange_at_rest(device, Q)
+    again, _ = _exchange_in_threads(args, vd, 8, splits, workers, pair_lse, evict)
+    assert torch.equal(again, want)
+    _assert_exchange_at_rest(device, Q)
+
+
+@pytest.mark.skipif(not _INTERPRETED, reason="interpreter programs as threads")
+def test_exchange_across_programs_with_empty_chunks_draws_the_float64_reference(device):
+    # Chunks with no finite logit publish (the most negative finite float32, 0) and must add
+    # nothing to the merged log-sum-exp: target rows -inf over all of chunk 2 ([48, 61)), draft
+    # rows over chunk 0 ([0, 24)), ~60% -inf elsewhere; in chunk 1 q is a sharper copy of p,
+    # so that the residual draws differ from p's. Against the float64 reference of the same noise.
+    Q, S, V, W, vd = 12, 2, 61, 64, 53
+    target, draft, *rest = _random_requests(device, Q, S, V, W, seed0=73)
+    g = torch.Generator().manual_seed(74)
+    target = target.masked_fill(torch.rand(target.shape, generator=g) < 0.6, -math.inf)
+    draft = draft.masked_fill(torch.rand(draft.shape, generator=g) < 0.6, -math.inf)
+    tokens, acc, cu, idx, temp, seed, pos = rest
+    rows = cu[:-1] + acc
+    # q a sharper copy of p over chunk 1, so that the residual takes mass from p's likely tokens.
+    draft[idx, acc.clamp(max=S - 1), 24:48] = target[rows, 24:48] * 1.5
+    target[:, 48:] = -math.inf
+    draft[:, :, :24] = -math.inf
+    target[:, 0] = draft[:, :, 30] = 0.0  # every row keeps a finite logit
+    args = (target, draft, *rest)
+    out, num_splits = _exchange_in_threads(args, vd, 8, 3, 3)
+    assert num_splits == 3
+    _assert_reference_draws(out, args, vd, 1e-3, Q - 2)
+    # Power: some of these draws are not p's (a lost log-sum-exp falls back to p).
+    from_p = gumbel_sample(target[rows], idx, temp, seed, pos[rows])
+    assert (out != from_p).sum() >= 1, (out, from_p)
+
+
+@pytest.mark.parametrize("path", ["two launches", "exchange", "exchange in threads"])
+def test_extreme_logits_and_temperatures_on_every_float32_path(device, path, small_blocks):
+    # Where the float32 log-sum-exp meets its edges: a +inf target logit (p a point mass there;
+    # the log-sum-exp is NaN and every path must still return that column: the residual's
+    # fallback to p, the bonus draw and greedy alike), logits of -3e38 (scaled past the most
+    # negative float32 to -inf: probability 0, as their exact p ~ 2**-4e38), and a temperature
+    # of 1e-20 (logits scaled to ~1e20: p and q one-hot in float32, so every row's token is its
+    # target argmax, through the residual where q's argmax differs and the p == q fallback
+    # where it does not).
+    if path == "exchange in threads" and not _INTERPRETED:
+        pytest.skip("interpreter programs as threads")
+    Q, S, V, W, vd = 12, 2, 61, 64, 57
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, W, seed0=79)
+    rows = (cu[:-1] + acc).cpu()
+    inf_col = torch.tensor([3, 30, 59, 47, 0, 60, 25, 8, 52, 33, 17, 41])
+    target[rows[:6], inf_col[:6]] = math.inf  # requests 0-5: one +inf in the resampled row
+    target[rows[6:], ::3] = -3e38  # requests 6-11: every third logit -3e38
+    temp[idx[6:9]] = 1e-20
+    temp[idx[9]] = 0.0
+    args = (target, draft, tokens, acc, cu, idx, temp, seed, pos)
+    if path == "exchange in threads":
+        out, _ = _exchange_in_threads(args, vd, 8, 3, 3)
+    else:
+        small_blocks(block=8, splits=3, exchange=path == "exchange")
+        out = resample(*args, draft_vocab_size=vd)
+    out = out.cpu()
+    assert torch.equal(out[:6], inf_col[:6])
+    assert torch.equal(out[6:10], target[rows[6:10]].argmax(-1).cpu())
+    assert (out[6:] % 3 != 0).all()  # never a -3e38 column
+    # Requests 10 and 11 (temperature 0.6 / 1.0 over the finite logits): the float64 reference.
+    keep = [r for r in range(10, 12) if decided_argmax(_reference_keys(*args, r, vd), 1e-3) is not None]
+    for r in keep:
+        assert out[r].item() == decided_argmax(_reference_keys(*args, r, vd), 1e-3), r
+    assert len(keep) == 2
