@@ -643,16 +643,17 @@ def exchange_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: 
 
     One launch (``PHASE == 4``): each program reduces its chunk of the target and draft rows to
     partial (max, sum) pairs, publishes them, waits until every program of its request has, and
-    draws from the same chunk, whose bytes a few microseconds after the first read are still in
-    L2: each byte comes from DRAM once where the two launches read every row twice (their 50%
-    ceiling, benchmarks/NOTES.md).
+    draws from the same chunk, whose bytes a few microseconds after the first read are mostly
+    still in L2: most bytes come from DRAM once where the two launches read every row twice
+    (their 50% ceiling, benchmarks/NOTES.md; with 528-1,056 programs of 64 KB resident against
+    the 50 MB L2 part of the second read still misses).
 
     Measured on an H200 (benchmarks/NOTES.md, version 20, runs 25-29, against the two launches
     in the same process): 1,024 columns / 4 warps a block, one row at a time in the first pass,
     evict_first on the draw's loads (its bytes are not read again). float32: chunks of 8,192
-    columns, -8% to -27% from 256 requests (V = 32,000 included), at 64 requests -8% at
-    V = 262,144 and +0.6% at 151,936. 16-bit logits: chunks of 16,384, -20% / -22% at 64 requests,
-    -9% / -12% at 256, -2% at 512 (V >= 151,936); at 1,024 requests the two launches are as fast
+    columns, -8% to -27% from 256 requests at V >= 151,936 (V = 32,000: -4% to -19%), at 64
+    requests -8% at V = 262,144 and +0.6% at 151,936. 16-bit logits: chunks of 16,384, -20% /
+    -22% at 64 requests, -9% / -12% at 256, -2% at 512 (V >= 151,936); at 1,024 requests the two launches are as fast
     and are kept from 4 x SMs requests. At V = 32,000 below 256 requests (float32) or at all
     (16-bit) the one launch lost 3-23% (a few programs per request, each chain for little
     streaming): the two launches there, below 64 requests (not measured) and for float64."""

@@ -732,7 +732,7 @@ def test_exchange_across_programs_with_empty_chunks_draws_the_float64_reference(
     g = torch.Generator().manual_seed(74)
     target = target.masked_fill(torch.rand(target.shape, generator=g) < 0.6, -math.inf)
     draft = draft.masked_fill(torch.rand(draft.shape, generator=g) < 0.6, -math.inf)
-    tokens, acc, cu, idx, temp, seed, pos = rest
+    _, acc, cu, idx, temp, seed, pos = rest
     rows = cu[:-1] + acc
     # q a sharper copy of p over chunk 1, so that the residual takes mass from p's likely tokens.
     draft[idx, acc.clamp(max=S - 1), 24:48] = target[rows, 24:48] * 1.5
