@@ -782,3 +782,40 @@ def test_extreme_logits_and_temperatures_on_every_float32_path(device, path, sma
     for r in keep:
         assert out[r].item() == decided_argmax(_reference_keys(*args, r, vd), 1e-3), r
     assert len(keep) == 2
+
+
+@pytest.mark.skipif(not _INTERPRETED, reason="interpreter programs as threads")
+def test_exchange_across_programs_greedy_is_torch_argmax_and_one_hot_the_two_launch_tokens(device, small_blocks):
+    # Requests that never exchange (greedy, bonus and one-hot rows: counted once, not twice)
+    # through the ticketed launch with three programs per request: greedy rows with NaN, +inf
+    # and ties across chunks are torch.argmax; one-hot drafts (the rejected token removed) draw
+    # the two launches' tokens at the same chunks.
+    from tests.kernels.test_gumbel_sample import _greedy_rows_with_nans
+
+    V, S = 45, 1
+    rows = _greedy_rows_with_nans(V, torch.Generator().manual_seed(43))
+    Q = rows.shape[0]
+    target = torch.randn(Q * (S + 1), V, generator=torch.Generator().manual_seed(44))
+    acc = torch.arange(Q) % (S + 1)
+    cu = torch.arange(0, Q * (S + 1) + 1, S + 1)
+    target[cu[:-1] + acc] = rows
+    draft = torch.randn(Q, S, V, generator=torch.Generator().manual_seed(45))
+    tokens = torch.randint(0, V, (Q, S), generator=torch.Generator().manual_seed(46))
+    args = [target, draft, tokens, acc, cu, torch.arange(Q), torch.zeros(Q), torch.arange(Q, dtype=torch.int64),
+            torch.arange(Q * (S + 1))]
+    out, num_splits = _exchange_in_threads(args, None, 16, 3, 3)
+    assert num_splits == 3
+    assert torch.equal(out, rows.argmax(-1))
+    _assert_exchange_at_rest(device, Q)
+    # One-hot drafts, sampled: the rejected token is never drawn, and the tokens are the two
+    # launches'.
+    args[0] = torch.randn(Q * (S + 1), V, generator=torch.Generator().manual_seed(47))
+    args[1], args[6] = None, torch.tensor([0.7, 1.0, 1.6]).repeat(Q)[:Q]
+    out, _ = _exchange_in_threads(args, None, 16, 3, 3)
+    small_blocks(block=16, splits=3)
+    want = resample(*args)
+    assert torch.equal(out, want)
+    rejected = acc < S
+    assert not (out[rejected] == tokens[rejected, 0]).any()
+    assert want.unique().numel() >= Q // 2
+    _assert_exchange_at_rest(device, Q)
