@@ -643,11 +643,12 @@ def _exchange_in_threads(call_args, vd, block, splits, workers, pair_lse=False, 
     chunk = triton.cdiv(triton.cdiv(V, splits), block) * block
     num_splits = triton.cdiv(V, chunk)
     args = list(args)
-    args[20] = torch.empty((num_reqs, num_splits, 4), dtype=torch.float32)  # stats
-    out = args[25] = torch.full((num_reqs,), -1, dtype=torch.int64)
-    args[29], args[30] = chunk, num_splits
-    meta = dict(meta, SPLITS_P2=triton.next_power_of_2(num_splits))
     kernel = resample_mod._resample_kernel
+    at = {name: i for i, name in enumerate(kernel.arg_names)}
+    args[at["stats_ptr"]] = torch.empty((num_reqs, num_splits, 4), dtype=torch.float32)
+    out = args[at["out_ptr"]] = torch.full((num_reqs,), -1, dtype=torch.int64)
+    args[at["chunk_size"]], args[at["num_splits"]] = chunk, num_splits
+    meta = dict(meta, SPLITS_P2=triton.next_power_of_2(num_splits))
     pending = list(range(num_reqs * num_splits))
     lock, errors = threading.Lock(), []
 
