@@ -22,10 +22,11 @@ error, as the log form does; probabilities below 2**-126 flush to zero), half th
 :func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
 kernel: with several programs per request, either one launch in which the programs of a
 request exchange their partial (max, sum) pairs and each draws from the chunk it just reduced,
-whose bytes are still in L2 (:func:`exchange_config`: from 64 requests on a GPU), or a first
-launch writes the pairs and the second merges them and draws, reading each row again; with one
-program per request both passes run in one launch. ``use_fp64`` runs a separate float64 branch (``PHASE == 3``, one program per request);
-the float32 phases are the GPU-tuned path. A rejected row whose residual has no mass (p == q)
+whose bytes are mostly still in L2 (:func:`exchange_config`: from 64 requests on a GPU, where
+measured faster), or a first launch writes the pairs and the second merges them and draws,
+reading each row again; with one program per request both passes run in one launch. ``use_fp64``
+runs a separate float64 branch (``PHASE == 3``, one program per request); the float32 phases are
+the GPU-tuned path. A rejected row whose residual has no mass (p == q)
 falls back to a draw from p, decided once per request after the maximum is known.
 """
 
@@ -653,8 +654,8 @@ def exchange_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: 
     evict_first on the draw's loads (its bytes are not read again). float32: chunks of 8,192
     columns, -8% to -27% from 256 requests at V >= 151,936 (V = 32,000: -4% to -19%), at 64
     requests -8% at V = 262,144 and +0.6% at 151,936. 16-bit logits: chunks of 16,384, -20% /
-    -22% at 64 requests, -9% / -12% at 256, -2% at 512 (V >= 151,936); at 1,024 requests the two launches are as fast
-    and are kept from 4 x SMs requests. At V = 32,000 below 256 requests (float32) or at all
+    -22% at 64 requests, -9% / -12% at 256, -2% at 512 (V >= 151,936); at 1,024 requests the
+    two launches are as fast and are kept from 4 x SMs requests. At V = 32,000 below 256 requests (float32) or at all
     (16-bit) the one launch lost 3-23% (a few programs per request, each chain for little
     streaming): the two launches there, below 64 requests (not measured) and for float64."""
     if device.type != "cuda" or num_reqs < 64:
