@@ -57,6 +57,7 @@ from guarded_kernels.sample import (
     _row_argmax,
     _row_winner,
     _wave_splits,
+    chunk_layout,
 )
 from stridecheck import Tensor, stride_guard
 
@@ -785,8 +786,7 @@ def resample(
         splits = 1
         if device.type == "cuda":
             block, warps = 1024, 8
-    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
-    splits = triton.cdiv(vocab_size, chunk)
+    chunk, splits = chunk_layout(vocab_size, splits, block)
     if exchange is not None:
         # One counter word more than requests: the ticket dispenser.
         best, best_s0, done, done_s0 = row_scratch(device, num_reqs + 1)

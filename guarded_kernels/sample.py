@@ -471,13 +471,21 @@ def _fill_splits(num_rows: int, vocab_size: int, block: int, programs: int) -> i
     return max(1, min(-(-programs // max(num_rows, 1)), triton.cdiv(vocab_size, block), 512))
 
 
+def chunk_layout(vocab_size: int, splits: int, block: int) -> tuple[int, int]:
+    """(columns per program, programs per row) of a row of ``vocab_size`` columns asked to be
+    split ``splits`` ways: chunks a whole number of ``block`` columns, so the programs actually
+    launched can be fewer than asked. The launchers of this module and of
+    :mod:`guarded_kernels.resample` lay rows out this way."""
+    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
+    return chunk, triton.cdiv(vocab_size, chunk)
+
+
 def _busiest_sm_columns(num_rows: int, vocab_size: int, block: int, splits: int, sms: int) -> tuple[int, int]:
     """(columns the busiest multiprocessor walks, columns per program) of a launch of ``splits``
-    programs a row as the launcher lays it out (chunks a whole number of blocks), with the
-    programs dealt evenly over ``sms`` multiprocessors."""
-    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
-    programs = num_rows * triton.cdiv(vocab_size, chunk)
-    return -(-programs // sms) * chunk, chunk
+    programs a row as the launcher lays it out (:func:`chunk_layout`), with the programs dealt
+    evenly over ``sms`` multiprocessors."""
+    chunk, per_row = chunk_layout(vocab_size, splits, block)
+    return -(-num_rows * per_row // sms) * chunk, chunk
 
 
 @functools.lru_cache(maxsize=1024)
@@ -693,8 +701,7 @@ def gumbel_sample(
         # One program per row whatever the configuration: the cross-program merge packs a float32
         # key, which would round the float64 maximum.
         splits = 1
-    chunk = triton.cdiv(triton.cdiv(vocab_size, splits), block) * block
-    splits = triton.cdiv(vocab_size, chunk)
+    chunk, splits = chunk_layout(vocab_size, splits, block)
     slots = splits > 1 and merge_slots(num_rows, splits, device)
     if splits > 1:
         best, best_s0, done, done_s0 = row_scratch(device, num_rows)

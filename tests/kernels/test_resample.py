@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from guarded_kernels import gumbel_sample, resample
+from guarded_kernels.sample import chunk_layout
 from stridecheck.testing import assert_layout_invariant
 from tests.kernels.chisquare import chi2_pvalue
 from tests.kernels.reference import decided_argmax, near_tied_logits, noise2, scale64
@@ -640,8 +641,7 @@ def _exchange_in_threads(call_args, vd, block, splits, workers, pair_lse=False, 
     assert meta["PHASE"] == 4
     num_reqs, V = grid[0], call_args[0].shape[1]
     # The launcher's chunks for `splits` programs (it forces one on the CPU).
-    chunk = triton.cdiv(triton.cdiv(V, splits), block) * block
-    num_splits = triton.cdiv(V, chunk)
+    chunk, num_splits = chunk_layout(V, splits, block)
     args = list(args)
     kernel = resample_mod._resample_kernel
     at = {name: i for i, name in enumerate(kernel.arg_names)}
