@@ -423,9 +423,7 @@ class _Walker:
                 v = self.binop(s.op, cur, rhs, s, s.target)
                 if self.loops and v.block is None and _base_summand(v, self) is None:
                     # An integer carried across iterations (`step += 1`): a loop counter.
-                    v = self.collapse(s.target, [v], sources=frozenset({IndexSource.LOOP}) | frozenset(
-                        x for f in _all_factors(v) for x in f.sources), literal=False,
-                        leaves=_leaves_of(v) | {("loop", s.target.id)})
+                    v = self._counter(s.target, v)
                 self.env[s.target.id] = v
         elif isinstance(s, ast.Expr):
             self.eval(s.value)
@@ -506,19 +504,12 @@ class _Walker:
                     self.facts.bound |= _params_of(v)
             int64 = any(f.int64 for v in vals[:2] for f in _all_factors(v))
             if isinstance(s.target, ast.Name):
-                self.env[s.target.id] = _Value((
-                    _Summand((_Factor(s.target.id, frozenset({IndexSource.LOOP}), int64=int64,
-                                      leaves=frozenset({("loop", s.target.id)})),),
-                             self.ctx.src.span(s.target), s.target.id),
-                ))
+                self.env[s.target.id] = self._loop_variable(s.target, int64)
         else:
             self.eval(it)
             for t in ast.walk(s.target):
                 if isinstance(t, ast.Name):
-                    self.env[t.id] = _Value((
-                        _Summand((_Factor(t.id, frozenset({IndexSource.LOOP}), leaves=frozenset({("loop", t.id)})),),
-                                 self.ctx.src.span(t), t.id),
-                    ))
+                    self.env[t.id] = self._loop_variable(t, False)
         self._loop_carried(s.body)
         self.loops += 1
         self.block(s.body)
@@ -532,12 +523,23 @@ class _Walker:
                 if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                     cur = self.env.get(n.target.id)
                     if cur is not None and cur.block is None and _base_summand(cur, self) is None:
-                        self.env[n.target.id] = self.collapse(
-                            n.target, [cur],
-                            sources=frozenset({IndexSource.LOOP}) | frozenset(
-                                x for f in _all_factors(cur) for x in f.sources),
-                            literal=False, leaves=_leaves_of(cur) | {("loop", n.target.id)},
-                        )
+                        self.env[n.target.id] = self._counter(n.target, cur)
+
+    def _loop_variable(self, target: ast.Name, int64: bool) -> _Value:
+        """The value of a ``for`` loop's target name: a loop counter of its own."""
+        return _Value((
+            _Summand((_Factor(target.id, frozenset({IndexSource.LOOP}), int64=int64,
+                              leaves=frozenset({("loop", target.id)})),),
+                     self.ctx.src.span(target), target.id),
+        ))
+
+    def _counter(self, target: ast.Name, v: _Value) -> _Value:
+        """``v``, held by ``target`` and stepped in a loop (``step += 1``), as a loop counter: its
+        sources and leaves plus the loop's."""
+        return self.collapse(
+            target, [v], sources=frozenset({IndexSource.LOOP}) | frozenset(x for f in _all_factors(v) for x in f.sources),
+            literal=False, leaves=_leaves_of(v) | {("loop", target.id)},
+        )
 
     # -- expressions
 
