@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import sys
 import time
@@ -28,18 +27,10 @@ import torch
 import triton
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+import sampling as bench  # noqa: E402  (benchmarks/sampling.py: its harness and inputs)
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load(ROOT / "benchmarks" / "sampling.py", "sampling_bench")
 R = bench.resample_mod
 IMPL = "guarded_kernels.resample"
 

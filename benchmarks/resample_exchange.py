@@ -18,7 +18,6 @@ log-sum-exp pass; ``launch:BLOCKxWARPS:PROGRAMS`` is the two launches at that co
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -28,12 +27,10 @@ import torch
 import triton
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-spec = importlib.util.spec_from_file_location("sampling_bench", ROOT / "benchmarks" / "sampling.py")
-bench = importlib.util.module_from_spec(spec)
-sys.modules["sampling_bench"] = bench
-spec.loader.exec_module(bench)
+import sampling as bench  # noqa: E402  (benchmarks/sampling.py: its harness and inputs)
+
 rs = bench.resample_mod
 IMPL = "guarded_kernels.resample"
 
@@ -101,7 +98,8 @@ def main() -> None:
                     rows.append(dict(row, pass_=p))
                     continue
                 label, cfg = parse_config(text, V)
-                row = bench._variant(bw, label, IMPL, T, V, dname, [(rs, "exchange_config", lambda *a, cfg=cfg, **k: cfg)])
+                row = bench._variant(bw, label, IMPL, T, V, dname,
+                                     [(rs, "exchange_config", lambda *a, cfg=cfg, **k: cfg)])
                 row = dict(row, pass_=p, splits=cfg.num_splits)
                 if p == 0:
                     row["tokens_equal"] = _tokens_equal(T, V, dname, cfg)

@@ -1,26 +1,17 @@
 """benchmarks/resample_cfg.py: the configuration names it is given and the launch_config it installs."""
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import pytest
+
+from tests.benchmarks import load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _resample_cfg():
-    spec = importlib.util.spec_from_file_location("resample_cfg_under_test", ROOT / "benchmarks" / "resample_cfg.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_configuration_names_parse_to_block_warps_splits_and_bad_ones_are_refused():
-    mod = _resample_cfg()
+    mod = load_benchmark("resample_cfg")
     assert mod.parse_config("4096x8x1") == (4096, 8, 1)
     assert mod.parse_config("2048x8x2") == (2048, 8, 2)
     # A launch of these would fail on the GPU or silently measure something else: refused up front.
@@ -32,6 +23,6 @@ def test_configuration_names_parse_to_block_warps_splits_and_bad_ones_are_refuse
 def test_fixed_configuration_ignores_the_launch():
     import torch
 
-    cfg = _resample_cfg().fixed(4096, 8, 1)
+    cfg = load_benchmark("resample_cfg").fixed(4096, 8, 1)
     for reqs, vocab in ((256, 151936), (1024, 262144), (1, 32000)):
         assert cfg(reqs, vocab, torch.bfloat16, torch.device("cpu")) == (4096, 8, 1)

@@ -1,26 +1,16 @@
 """benchmarks/resample_exchange.py: the configuration names it is given and what they install."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
+
+from tests.benchmarks import load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _resample_exchange():
-    spec = importlib.util.spec_from_file_location("resample_exchange_under_test",
-                                                  ROOT / "benchmarks" / "resample_exchange.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_configuration_names_parse_to_exchange_configs():
-    mod = _resample_exchange()
+    mod = load_benchmark("resample_exchange")
     cfg = mod.rs.ExchangeConfig
     # Columns a program -> programs per request at the case's vocabulary (ceil).
     assert mod.parse_config("1024x4:8192:en-ef:single", 151_936) == (
@@ -34,7 +24,7 @@ def test_configuration_names_parse_to_exchange_configs():
 
 
 def test_every_default_sweep_configuration_parses():
-    mod = _resample_exchange()
+    mod = load_benchmark("resample_exchange")
     for dname, configs in mod.SWEEP.items():
         for text in configs:
             label, cfg = mod.parse_config(text, 151_936)
