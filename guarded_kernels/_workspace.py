@@ -8,9 +8,9 @@ needed before the next call (a fill is a launch of its own, and a T = 1 call sho
 The buffers are cached per (device, stream): two launches in flight on different streams never
 share them. A CUDA graph addresses the buffers of the stream it was captured on; graphs captured
 on one stream (``torch.cuda.graph``'s default capture stream is one per process) share them, so
-they must not be replayed concurrently on different streams. Two calls in flight on the *same* stream are ordered by the stream, so they can share
-(a programmatic dependent launch may start before the previous kernel ends, but waits for it
-before its first load: ``sample.use_pdl``). Where each program has its own slot
+they must not be replayed concurrently on different streams. Two calls in flight on the *same*
+stream are ordered by the stream, so they can share (a programmatic dependent launch may start
+before the previous kernel ends, but waits for it before its first load: ``sample.use_pdl``). Where each program has its own slot
 (:func:`row_slots`) only the counter needs resetting: each launch writes every slot it reads.
 """
 

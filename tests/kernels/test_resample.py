@@ -460,16 +460,22 @@ def test_split_merge_scratch_is_at_rest_after_every_call(device, exchange, small
     # the end of each launch, so the next call (or a CUDA-graph replay) needs no fill launch;
     # the one-launch exchange path also resets its ticket dispenser (the word after the last
     # request's counter).
-    from guarded_kernels._workspace import INT64_MIN, row_scratch
-
     small_blocks(block=4, splits=2, exchange=exchange)
     Q, S, V = 9, 2, 13
     args = _random_requests(device, Q, S, V, V, seed0=37)
     first = resample(*args)
     assert torch.equal(first, resample(*args))
-    best, best_s0, count, count_s0 = row_scratch(device, Q + 1)
-    assert (best[: Q * best_s0 : best_s0] == INT64_MIN).all()
-    assert (count[: (Q + 1) * count_s0 : count_s0] == 0).all()
+    _assert_scratch_at_rest(device, Q)
+
+
+def _assert_scratch_at_rest(device, num_reqs):
+    """Each request's merge word at INT64_MIN and its counter at 0, and the one-launch path's
+    ticket dispenser (the counter word after the last request's) at 0."""
+    from guarded_kernels._workspace import INT64_MIN, row_scratch
+
+    best, best_s0, count, count_s0 = row_scratch(device, num_reqs + 1)
+    assert (best[: num_reqs * best_s0 : best_s0] == INT64_MIN).all()
+    assert (count[: (num_reqs + 1) * count_s0 : count_s0] == 0).all()
 
 
 @pytest.mark.parametrize("vd", [61, 37])
@@ -681,14 +687,6 @@ def _exchange_in_threads(call_args, vd, block, splits, workers, pair_lse=False, 
     return out, num_splits
 
 
-def _assert_exchange_at_rest(device, num_reqs):
-    from guarded_kernels._workspace import INT64_MIN, row_scratch
-
-    best, best_s0, count, count_s0 = row_scratch(device, num_reqs + 1)
-    assert (best[: num_reqs * best_s0 : best_s0] == INT64_MIN).all()
-    assert (count[: (num_reqs + 1) * count_s0 : count_s0] == 0).all()  # counters and the dispenser
-
-
 @pytest.mark.skipif(not _INTERPRETED, reason="interpreter programs as threads; a GPU runs them concurrently "
                     "(test_default_exchange_draws_the_two_launch_tokens_at_full_size)")
 @pytest.mark.parametrize("splits, vd, pair_lse, evict, workers", [
@@ -716,10 +714,10 @@ def test_exchange_across_programs_draws_the_two_launch_tokens(device, splits, vd
     assert num_splits == splits
     assert torch.equal(got, want), (got, want)
     assert want.unique().numel() >= Q // 2  # varied tokens, not a constant
-    _assert_exchange_at_rest(device, Q)
+    _assert_scratch_at_rest(device, Q)
     again, _ = _exchange_in_threads(args, vd, 8, splits, workers, pair_lse, evict)
     assert torch.equal(again, want)
-    _assert_exchange_at_rest(device, Q)
+    _assert_scratch_at_rest(device, Q)
 
 
 @pytest.mark.skipif(not _INTERPRETED, reason="interpreter programs as threads")
@@ -807,7 +805,7 @@ def test_exchange_across_programs_greedy_is_torch_argmax_and_one_hot_the_two_lau
     out, num_splits = _exchange_in_threads(args, None, 16, 3, 3)
     assert num_splits == 3
     assert torch.equal(out, rows.argmax(-1))
-    _assert_exchange_at_rest(device, Q)
+    _assert_scratch_at_rest(device, Q)
     # One-hot drafts, sampled: the rejected token is never drawn, and the tokens are the two
     # launches'.
     args[0] = torch.randn(Q * (S + 1), V, generator=torch.Generator().manual_seed(47))
@@ -819,4 +817,4 @@ def test_exchange_across_programs_greedy_is_torch_argmax_and_one_hot_the_two_lau
     rejected = acc < S
     assert not (out[rejected] == tokens[rejected, 0]).any()
     assert want.unique().numel() >= Q // 2
-    _assert_exchange_at_rest(device, Q)
+    _assert_scratch_at_rest(device, Q)
