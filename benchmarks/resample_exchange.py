@@ -91,10 +91,10 @@ def main() -> None:
             for text in args.configs or SWEEP[dname]:
                 if text.startswith("launch:"):
                     _, bws, programs = text.split(":")
-                    launch = (*(int(x) for x in bws.split("x")), int(programs))
+                    block, warps = (int(x) for x in bws.split("x"))
                     row = bench._variant(bw, text, IMPL, T, V, dname, [
                         (rs, "exchange_config", lambda *a, **k: None),
-                        (rs, "launch_config", lambda *a, launch=launch, **k: launch)])
+                        (rs, "launch_config", bench.fixed_launch(block, warps, int(programs)))])
                     rows.append(dict(row, pass_=p))
                     continue
                 label, cfg = parse_config(text, V)

@@ -252,6 +252,16 @@ def _variant(bw, label, impl, T, V, dname, patches, replays=10) -> dict:
     return row
 
 
+def fixed_launch(block: int, warps: int, splits: int):
+    """A ``launch_config`` (gumbel_sample's or resample's) that returns (block, warps, splits)
+    whatever the launch: the configuration a variant measures."""
+
+    def cfg(*args, **kwargs):
+        return block, warps, splits
+
+    return cfg
+
+
 def run_variants(bw: float) -> list[dict]:
     """Version 7 experiments (benchmarks/NOTES.md): merge-scratch padding at few rows, float32
     prefetch, splits at T = 256, resample's draw prefetch and launch configuration."""
@@ -285,11 +295,8 @@ def run_variants(bw: float) -> list[dict]:
     for dname in DTYPES:
         for splits in (1, 2, 3):
             for block, warps in ((4096, 16), (2048, 8)):
-                def tcfg(num_rows, vocab_size, dt, device, use_fp64, block=block, warps=warps, splits=splits):
-                    return block, warps, splits
-
                 out.append(_variant(bw, f"T256 splits={splits} block={block} warps={warps}", gs, 256, 151936, dname,
-                                    [(sample_mod, "launch_config", tcfg)]))
+                                    [(sample_mod, "launch_config", fixed_launch(block, warps, splits))]))
     # 4. resample: draw prefetch and block / warps.
     for dname in DTYPES:
         for T, V in ((1024, 151936), (256, 151936)):
@@ -318,11 +325,8 @@ def run_resample_sweep(bw: float) -> list[dict]:
         for T, V in ((256, 151936), (256, 262144), (1024, 151936), (1024, 262144)):
             for block, warps in configs:
                 for splits in ((1, 2, 3, 4, 6) if T == 256 else (1, 2)):
-                    def cfg(num_reqs, vocab_size, dt, device, block=block, warps=warps, splits=splits):
-                        return block, warps, splits
-
                     out.append(_variant(bw, f"block={block} warps={warps} splits={splits}", rs, T, V, dname,
-                                        [(resample_mod, "launch_config", cfg)]))
+                                        [(resample_mod, "launch_config", fixed_launch(block, warps, splits))]))
     return out
 
 
