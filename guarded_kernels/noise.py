@@ -64,6 +64,14 @@ Elsewhere (``v >= 2**-9``) ``w = 1 - v`` is built from the top 23 bits of ``~h``
 token that already leads by several nats. The float64 path (``USE_FP64``) uses exact conversions
 and ``1 - v`` from ``~h`` at full resolution.
 
+An upper bound for skipping
+---------------------------
+:func:`noise_octave` bounds the noise of a hash by its leading zeros ``c``: ``c + 0.4751`` base-2
+units, within about one bit of the noise where ``v`` is small (where tokens win). The samplers'
+block skip compares a block's largest ``scaled logit + bound`` with the best key so far and
+computes the noise only where a key could reach it; the bound is exact (never below the noise as
+computed), so no draw changes.
+
 GPU fast path
 -------------
 With ``FAST_LOG`` (chosen by the launchers only when compiling for a CUDA device, never in the
@@ -148,12 +156,24 @@ def token_hash_of_product(key, m):
     the same bits as :func:`token_hash`. fmix32's first xorshift is split by
     ``(a ^ b) >> 16 = (a >> 16) ^ (b >> 16)`` so that the key's half is computed once per
     program; per element one three-input xor remains (benchmarks/NOTES.md, version 11)."""
+    return token_hash_finish(token_hash_unfinished(key, m))
+
+
+@triton.jit
+def token_hash_unfinished(key, m):
+    """:func:`token_hash_of_product` without fmix32's last xorshift (:func:`token_hash_finish`),
+    which keeps the leading zeros (all :func:`noise_octave` needs)."""
     h = (key ^ (key >> 16)) ^ m ^ (m >> 16)
     h *= 0x85EBCA6B
     h ^= h >> 13
     h *= 0xC2B2AE35
-    h ^= h >> 16
     return h
+
+
+@triton.jit
+def token_hash_finish(h):
+    # fmix32's last xorshift.
+    return h ^ (h >> 16)
 
 
 @triton.jit
@@ -207,6 +227,62 @@ def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
         return -_log2_f32(e2, FAST_LOG)
 
 
+# -log2(E * log2(e)) <= -log2(v) - log2(log2(e)) since E = -ln(1 - v) >= v; the last term is
+# 2**-8 of margin (see noise_octave).
+NOISE_BOUND_OFFSET = tl.constexpr(1.0 - 0.5287663729448977 + 2.0**-8)
+
+
+@triton.jit
+def noise_octave(h, FAST_LOG: tl.constexpr):
+    """``1 + c / 32`` with ``c`` the leading zeros of the uint32 block ``h`` (32 for ``h = 0``),
+    float32: the cheap per-element part of an upper bound on the noise,
+    ``neg_log2_exponential(h) <= 32 * noise_octave(h) + (NOISE_BOUND_OFFSET - 32) = c + 0.4751``.
+
+    The bound: ``v = (h + 1/2) / 2**32 >= 2**-(c + 1)`` and ``E = -ln(1 - v) >= v``, so
+    ``-log2(E * log2(e)) <= c + 1 - log2(log2(e)) = c + 0.4712``. The float32 evaluation of the noise
+    is within 2e-4 of the exact value (the module docstring: ``1 - v`` to within ``2**-24`` where
+    ``v >= 2**-9``; ``lg2.approx``'s absolute error ``2**-22``), so ``NOISE_BOUND_OFFSET`` adds
+    ``2**-8``. The bound is within one bit of the noise where ``v`` is small, which is where a token
+    can win (``tests/kernels/test_noise.py`` checks both at every power of two). The block skip of
+    :mod:`guarded_kernels.sample` uses it.
+
+    ``h`` may be the hash before fmix32's last xorshift (:func:`token_hash_unfinished`):
+    ``h ^ (h >> 16)`` keeps the top 16 bits, so it keeps the leading zeros. On CUDA
+    (``FAST_LOG``) the highest set bit comes from PTX ``bfind.u32`` (-1 for 0); elsewhere from
+    the exponent of ``float(h)`` (rounding up to the next power of two just below one lowers ``c``
+    by one where ``-log2(v)`` is within 2**-23 of the next integer: inside the margin). ``c``
+    becomes a float without a conversion instruction: the bits ``0x3F800000 + (c << 18)`` are the
+    float ``1 + c / 32``, exact for ``0 <= c <= 32``.
+    """
+    if FAST_LOG:
+        top = tl.inline_asm_elementwise("bfind.u32 $0, $1;", "=r,r", [h], dtype=tl.uint32, is_pure=True, pack=1)
+    else:
+        # float(0) has the exponent field 0: top = -127, clamped to -1 (c = 32).
+        top = tl.maximum((h.to(tl.float32).to(tl.int32, bitcast=True) >> 23) - 127, -1).to(tl.uint32)
+    # 0x3F800000 + ((31 - top) << 18), one multiply-add (top = 0xFFFFFFFF wraps to c = 32).
+    return (0x3F800000 + (31 << 18) - top * 262144).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def block_key_bound(xf, scale, h, FAST_LOG: tl.constexpr):
+    """A float32 scalar at least ``max_i(xf_i * scale + neg_log2_exponential(token_hash_finish(h_i)))``
+    over a block: ``xf`` float32 logits, ``scale`` float32 scalar, ``h`` the uint32 hashes before
+    their last xorshift (:func:`token_hash_unfinished`). Per element one multiply-add on
+    :func:`noise_octave` (the scale divided by 32, exactly), then one block maximum. The slack,
+    2**-20 of the bound, covers the float32 rounding of either expression at any magnitude (a few
+    roundings of 2**-24 each), so a block whose bound is below a key held so far holds no key
+    that reaches it. NaN logits are ignored by the maximum, as their keys never win."""
+    b = tl.max(xf * (scale * 0.03125) + noise_octave(h, FAST_LOG), 0) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
+    return b + tl.abs(b) * 9.5367431640625e-07
+
+
+@triton.jit
+def neg_log2_exponential_bound(h, FAST_LOG: tl.constexpr):
+    """The upper bound ``c + 0.4751`` of :func:`noise_octave` on ``neg_log2_exponential(h)``:
+    ``h`` uint32 block, float32 result."""
+    return noise_octave(h, FAST_LOG) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
+
+
 @triton.jit
 def ordered_key(x):
     """Order-preserving map of float32 ``x`` to int64 (as the signed int32 pattern, sign-extended)."""
@@ -234,11 +310,15 @@ def _noise_from_hash_kernel(
     FAST_LOG: tl.constexpr,
     USE_FP64: tl.constexpr,
     BLOCK: tl.constexpr,
+    BOUND: tl.constexpr = False,
 ):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     h = tl.load(h_ptr + offs, mask=mask, other=0).to(tl.uint32, bitcast=True)
-    tl.store(out_ptr + offs, neg_log2_exponential(h, FAST_LOG, USE_FP64), mask=mask)
+    if BOUND:
+        tl.store(out_ptr + offs, neg_log2_exponential_bound(h, FAST_LOG), mask=mask)
+    else:
+        tl.store(out_ptr + offs, neg_log2_exponential(h, FAST_LOG, USE_FP64), mask=mask)
 
 
 @triton.jit
@@ -259,19 +339,22 @@ def _hash_kernel(
     tl.store(out_ptr + offs, h.to(tl.int32, bitcast=True), mask=mask)
 
 
-def noise_from_hash(h, *, use_fp64: bool = False):
+def noise_from_hash(h, *, use_fp64: bool = False, bound: bool = False):
     """The kernels' tail map, for tests: ``-log2(E * log2(e))`` for each uint32 hash value.
 
     ``h``: int32 tensor [N] holding uint32 bit patterns. Returns float32 [N] (float64 with
-    ``use_fp64``) on ``h``'s device, computed by the same Triton helper the samplers use.
+    ``use_fp64``) on ``h``'s device, computed by the same Triton helper the samplers use; with
+    ``bound``, float32 :func:`neg_log2_exponential_bound` instead (``use_fp64`` must be False).
     """
     import torch
 
+    if bound and use_fp64:
+        raise ValueError("noise_from_hash: the bound is a float32 helper; use_fp64 must be False")
     h = h.contiguous()
     out = torch.empty(h.shape, dtype=torch.float64 if use_fp64 else torch.float32, device=h.device)
     block = 1024
     _noise_from_hash_kernel[(triton.cdiv(h.numel(), block),)](
-        h, out, h.numel(), FAST_LOG=use_fast_log(h.device), USE_FP64=use_fp64, BLOCK=block
+        h, out, h.numel(), FAST_LOG=use_fast_log(h.device), USE_FP64=use_fp64, BLOCK=block, BOUND=bound
     )
     return out
 

@@ -165,3 +165,33 @@ def test_tail_rate_from_the_map(device):
         count = int((gumbel > y).sum())
         exact = -math.expm1(-math.exp(-y)) * 2**32
         assert abs(count - exact) <= max(0.01 * exact, 1.0), (y, count, exact)
+
+
+def test_noise_bound_holds_and_is_about_one_bit(device):
+    # neg_log2_exponential_bound (the block skip's per-element bound, sample._walk_chunk SKIP)
+    # must never be below the noise the kernels compute for the same hash, or a skipped block
+    # could have held the winner. Checked at every power of two and its neighbours (where the
+    # leading-zero count changes; on the CPU the count comes from float(h), which rounds up just
+    # below a power of two), at the series / complement boundary 2**23, at 0 and 2**32 - 1, and
+    # on 200,000 random values. It must also be tight where tokens win (small h: within 1.01 of
+    # the noise, the one bit of the leading-zero count plus the 2**-8 margin), else the skip
+    # never fires.
+    rng = np.random.default_rng(11)
+    edges = [0, 1, 2, 3, 2**32 - 1, 2**32 - 2, 2**23 - 1, 2**23, 2**23 + 1]
+    for k in range(1, 32):
+        edges += [2**k - 1, 2**k, 2**k + 1, 2**k - 2**max(k - 25, 0), 2**k - 2**max(k - 24, 0)]
+    hs = np.concatenate([np.array(edges, dtype=np.int64), rng.integers(0, 2**32, 200_000)])
+    h = torch.from_numpy(hs.astype(np.uint32).view(np.int32)).to(device)
+    noise = noise_from_hash(h).cpu().double().numpy()
+    bound = noise_from_hash(h, bound=True).cpu().double().numpy()
+    assert np.all(np.isfinite(bound))
+    gap = bound - noise
+    assert gap.min() > 2.0**-9, (hs[gap.argmin()], gap.min())
+    small = hs < 2**20
+    assert small.sum() > 50 and gap[small].max() < 1.01, gap[small].max()
+    # For v <= 1/2 within 1 + log2(2 ln 2) = 1.47 bits (E / v = -ln(1 - v) / v <= 2 ln 2); above, the
+    # noise falls below zero while the bound stays near 0.47: such tokens win only by their logit.
+    half = hs < 2**31
+    assert gap[half].max() < 1.48, (hs[half][gap[half].argmax()], gap[half].max())
+    with pytest.raises(ValueError, match="float32"):
+        noise_from_hash(h, use_fp64=True, bound=True)
