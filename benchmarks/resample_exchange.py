@@ -10,9 +10,10 @@ equal tokens expected, ``tokens_equal``).
 
 Usage: ``PYTHONPATH=. python benchmarks/resample_exchange.py --out FILE.json [--passes N]
 [--cases float32:256:151936 ..] [--configs 2048x8:8192:el-ef ..]``. A configuration is
-``BLOCKxWARPS:COLUMNS[:EVICT][:single]``, EVICT ``el-ef`` for evict_last then evict_first
+``BLOCKxWARPS:COLUMNS[:EVICT][:single][:skipN]``, EVICT ``el-ef`` for evict_last then evict_first
 (``en`` or a lone ``-`` for the default policy), ``single`` for one row at a time in the
-log-sum-exp pass; ``launch:BLOCKxWARPS:PROGRAMS`` is the two launches at that configuration.
+log-sum-exp pass, then optionally ``skipN`` for the draw's block skip with N pipeline stages;
+``launch:BLOCKxWARPS:PROGRAMS`` is the two launches at that configuration.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -50,8 +50,17 @@ def parse_config(text: str, V: int) -> tuple[str, rs.ExchangeConfig]:
     columns = max(int(parts[1]), block)
     evict = parts[2] if len(parts) > 2 else "-"
     evict_lse, evict_draw = ("", "") if evict == "-" else (POLICY[p] for p in evict.split("-"))
-    pair = not (len(parts) > 3 and parts[3] == "single")
+    pair = not (len(parts) > 3 and parts[3] == "single")  # a fifth field is skip_patches'
     return text, rs.ExchangeConfig(block, warps, triton.cdiv(V, columns), evict_lse, evict_draw, pair)
+
+
+def skip_patches(text: str) -> list:
+    """The draw's block skip a configuration asks for: a last field ``skipN`` switches it on with
+    its loads pipelined N deep (``resample.draw_skip`` / ``draw_stages``); none otherwise."""
+    last = text.split(":")[-1]
+    if not (last.startswith("skip") and last[4:].isdigit()):
+        return []
+    return [(rs, "draw_skip", lambda *a: True), (rs, "draw_stages", lambda dtype, device, n=int(last[4:]): n)]
 
 
 def _tokens_equal(T: int, V: int, dname: str, cfg) -> bool:
@@ -77,11 +86,9 @@ def main() -> None:
     ap.add_argument("--cases", nargs="*", help="DTYPE:T:V (default: both dtypes, T 256 / 1024, both V)")
     ap.add_argument("--configs", nargs="*", help="BLOCKxWARPS:COLUMNS[:EVICT][:single] (default: the sweep)")
     args = ap.parse_args()
-    cases = [(c.split(":")[0], int(c.split(":")[1]), int(c.split(":")[2])) for c in args.cases] if args.cases else CASES
+    cases = bench.parse_cases(args.cases) if args.cases else CASES
     bw = bench.copy_bandwidth()
-    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
-                date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), copy_bandwidth_GBps=bw / 1e9)
-    print(json.dumps(meta), flush=True)
+    meta = bench.run_meta(bw)
     rows = []
     for p in range(args.passes):
         for dname, T, V in cases:
@@ -98,11 +105,13 @@ def main() -> None:
                     rows.append(dict(row, pass_=p))
                     continue
                 label, cfg = parse_config(text, V)
+                skip = skip_patches(text)
                 row = bench._variant(bw, label, IMPL, T, V, dname,
-                                     [(rs, "exchange_config", lambda *a, cfg=cfg, **k: cfg)])
+                                     [(rs, "exchange_config", lambda *a, cfg=cfg, **k: cfg)] + skip)
                 row = dict(row, pass_=p, splits=cfg.num_splits)
                 if p == 0:
-                    row["tokens_equal"] = _tokens_equal(T, V, dname, cfg)
+                    with bench._Patched(skip):
+                        row["tokens_equal"] = _tokens_equal(T, V, dname, cfg)
                     print(json.dumps({"tokens_equal": row["tokens_equal"], "variant": label}), flush=True)
                 rows.append(row)
             args.out.write_text(json.dumps(dict(meta, rows=rows), indent=1))

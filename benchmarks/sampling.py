@@ -103,6 +103,25 @@ def _eager_us(fn_list, reps: int = 30) -> float:
     return statistics.median(times)
 
 
+def parse_cases(texts) -> list[tuple[str, int, int]]:
+    """``DTYPE:T:V`` strings (a sweep script's ``--cases``) as (dtype name, T, V) tuples."""
+    out = []
+    for text in texts:
+        dname, T, V = text.split(":")
+        out.append((dname, int(T), int(V)))
+    return out
+
+
+def run_meta(bw: float) -> dict:
+    """The header of a results JSON, printed as it is made: device, torch, triton, date (UTC) and
+    the measured copy bandwidth ``bw`` (bytes per second) in GB/s."""
+    meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                copy_bandwidth_GBps=bw / 1e9)
+    print(json.dumps(meta), flush=True)
+    return meta
+
+
 def _buffers(T: int, V: int, elt: int, per_call_rows: int) -> int:
     # Rotate over enough input sets that together they exceed the L2 (60 MB) several times.
     one = per_call_rows * V * elt
@@ -366,14 +385,7 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     bw = copy_bandwidth()
-    meta = dict(
-        device=torch.cuda.get_device_name(),
-        torch=torch.__version__,
-        triton=triton.__version__,
-        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        copy_bandwidth_GBps=bw / 1e9,
-    )
-    print(json.dumps(meta), flush=True)
+    meta = run_meta(bw)
     if args.launch_floor:
         (args.out / "launch_floor.json").write_text(json.dumps(dict(meta, rows=launch_floor()), indent=1))
     if args.variants:

@@ -26,6 +26,12 @@ CONFIGS = {
         ("fp32 split", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=0, BLOCK=4096), 16),
         ("bf16 split", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=1, BLOCK=4096), 16),
         ("bf16 split tracked", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=False, EARLY=2, BLOCK=4096), 16),
+        # The block skip's launch from 64 rows where a program walks >= 32 blocks (version 22):
+        # 1,024 / 4 warps, loads pipelined 4 deep.
+        ("fp32 skip 1024/4", "*fp32", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=0, BLOCK=1024,
+                                            SKIP=True, STAGES=4), 4),
+        ("bf16 skip 1024/4", "*bf16", dict(USE_FP64=False, SPLIT=True, PREFETCH=False, LANE_MAX=True, EARLY=1, BLOCK=1024,
+                                            SKIP=True, STAGES=4), 4),
         ("fp32 one program", "*fp32", dict(USE_FP64=False, SPLIT=False, PREFETCH=False, LANE_MAX=True, EARLY=0, BLOCK=4096), 16),
         # Below 64 rows (version 15): slot merge and PDL 2; T = 8 (V = 262,144: 64 programs a row,
         # two blocks each) and T = 1 (128 programs, one block each).
@@ -56,7 +62,11 @@ CONFIGS = {
     # on the draw; float32 with the log form (64-255 requests) and p - q (from 256).
     + [(f"{dt[1:]} phase 4{' p-q' if form == 2 and dt == '*fp32' else ''}", dt,
         dict(PHASE=4, PREFETCH=False, RESIDUAL_FORM=form, BLOCK=1024, EVICT_DRAW="evict_first"), 4)
-       for dt in ("*fp32", "*bf16") for form in ((1, 2) if dt == "*fp32" else (2,))],
+       for dt in ("*fp32", "*bf16") for form in ((1, 2) if dt == "*fp32" else (2,))]
+    # The draw's block skip (version 22) on the one launch and on the two launches' draw.
+    + [(f"{dt[1:]} phase {ph} skip", dt, dict(PHASE=ph, PREFETCH=False, RESIDUAL_FORM=2, BLOCK=bw[0],
+                                              EVICT_DRAW="evict_first" if ph == 4 else "", SKIP=True, STAGES=4), bw[1])
+       for dt in ("*fp32", "*bf16") for ph, bw in ((4, (1024, 4)), (1, (2048, 8)))],
 }
 INT_PTRS = {"idx_mapping_ptr", "seed_ptr", "pos_ptr", "cache_col_ptr", "best_ptr", "out_ptr", "draft_tokens_ptr",
             "num_accepted_ptr", "cu_num_logits_ptr"}
@@ -117,9 +127,9 @@ def _table(sources: dict[str, str], tag: str):
         module = _load(sources[kind], f"_sass_{kind}_{tag}")
         fn = module._gumbel_sample_kernel if kind == "sample" else module._resample_kernel
         base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True,
-                     MERGE_SLOTS=False, SLOTS=1, PDL=0)
+                     MERGE_SLOTS=False, SLOTS=1, PDL=0, SKIP=False, STAGES=1)
                 if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128, EVICT_LSE="",
-                                              EVICT_DRAW="", PAIR_LSE=False))
+                                              EVICT_DRAW="", PAIR_LSE=False, SKIP=False, STAGES=1))
         for label, dtype, consts, warps in configs:
             try:
                 rows[(kind, label)] = _measure(fn, dtype, {**base, **consts}, warps)

@@ -41,10 +41,13 @@ import triton.language as tl
 from guarded_kernels._workspace import row_scratch, sm_count
 from guarded_kernels.noise import (
     _log2_f32,
+    block_key_bound,
     neg_log2_exponential,
     ordered_key,
     row_key,
     token_hash,
+    token_hash_unfinished,
+    token_product,
     unpack_index,
     use_fast_log,
 )
@@ -123,20 +126,71 @@ def _residual_keys(
 
 
 @triton.jit
+def _skip_draw_blocks(
+    target_row_ptr, draft_row_ptr, start, d_end, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
+    RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr, EVICT: tl.constexpr, STAGES: tl.constexpr,
+):
+    """The sampled draw over full blocks ``[start, d_end)`` (all below ``V_d`` with RESIDUAL) with
+    the exact block skip of :mod:`guarded_kernels.sample` (benchmarks/NOTES.md, version 22): every
+    key of this kernel is at most ``x * scale - lse_t + noise`` (the residual's ``log2(p - q) <=
+    log2 p``, the log form's ``log2(1 - q/p) <= 0``; a draw from p has ``lse_t = 0``), and the noise
+    at most its :func:`noise_octave` bound, so a block whose bound stays below the chunk's best
+    key so far cannot change the running maximum: neither its noise, its residual, nor its draft
+    row is computed or read. :func:`block_key_bound`'s slack (2**-20 of the bound before ``lse_t`` is
+    subtracted) covers float32 rounding at any magnitude, so the keys kept, and the token, are bit
+    for bit those of the loop without the skip."""
+    lanes = tl.arange(0, BLOCK)
+    best_s = tl.max(best_val, 0)
+    for off in tl.range(start, d_end, BLOCK, num_stages=STAGES):
+        idx = off + lanes
+        x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
+        h = token_hash_unfinished(key, token_product(idx))
+        if block_key_bound(x.to(tl.float32), scale, h, FAST_LOG) - lse_t >= best_s:
+            if RESIDUAL:
+                dl = tl.load(draft_row_ptr + idx, eviction_policy=EVICT)
+            else:
+                dl = x
+            best_val, best_idx = _residual_keys(
+                x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, False, RESIDUAL, FAST_LOG,
+            )
+            best_s = tl.max(best_val, 0)
+    return best_val, best_idx
+
+
+@triton.jit
 def _draw_chunk(
     target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected, best_val,
     best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr,
-    BLOCK: tl.constexpr, EVICT: tl.constexpr,
+    BLOCK: tl.constexpr, EVICT: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1,
 ):
     """Columns ``[start, end)`` of the resampled row, BLOCK at a time. Greedy, residual and p
     draws are separate copies of the loop (constexpr flags): runtime branches inside one loop
     cost registers in all of them. Blocks wholly below ``V_d`` read the draft without a mask
     (vectorised loads), and with PREFETCH the next block's target and draft are loaded before
     this block is computed (at the end the last block is loaded again: in bounds, unused). EVICT is
-    the loads' L2 eviction policy ("" the default)."""
+    the loads' L2 eviction policy ("" the default). SKIP (sampled draws without PREFETCH) skips
+    the blocks below ``V_d`` that cannot hold the chunk's maximum (:func:`_skip_draw_blocks`), their
+    target loads pipelined STAGES deep."""
     lanes = tl.arange(0, BLOCK)
     full_end = start + ((end - start) // BLOCK) * BLOCK
-    if RESIDUAL:
+    if SKIP:
+        d_end = full_end
+        if RESIDUAL:
+            d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
+        best_val, best_idx = _skip_draw_blocks(
+            target_row_ptr, draft_row_ptr, start, d_end, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
+            RESIDUAL, FAST_LOG, BLOCK, EVICT, STAGES,
+        )
+        if RESIDUAL:
+            for off in range(d_end, full_end, BLOCK):
+                idx = off + lanes
+                best_val, best_idx = _residual_keys(
+                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
+                    tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"),
+                            eviction_policy=EVICT),
+                    idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+                )
+    elif RESIDUAL:
         d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
         if PREFETCH:
             if d_end > start:
@@ -422,6 +476,9 @@ def _resample_kernel(
     EVICT_DRAW: tl.constexpr,
     # PHASE 4: both rows' log-sum-exp pass in one loop (_chunk_lse2_pair)
     PAIR_LSE: tl.constexpr,
+    # The sampled draw's exact block skip and its loads' pipeline depth (draw_skip)
+    SKIP: tl.constexpr = False,
+    STAGES: tl.constexpr = 1,
 ):
     if PHASE == 4:
         # Chunks are handed out by a ticket counter (the word after the last request's counter),
@@ -558,12 +615,12 @@ def _resample_kernel(
         elif residual:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW,
+                best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW, SKIP, STAGES,
             )
         else:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, False, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW,
+                best_val, best_idx, False, False, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW, SKIP, STAGES,
             )
         m, win, nan_won = _row_winner(best_val, best_idx)
         if PHASE == 1 or PHASE == 4:
@@ -611,6 +668,27 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     programs = 4 * sm_count(device)
     splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
     return block, warps, splits
+
+
+def draw_skip(num_reqs: int, chunk: int, block: int, dtype: torch.dtype, device: torch.device,
+              exchange: bool) -> bool:
+    """Whether the sampled draw skips the blocks that cannot hold its chunk's maximum
+    (:func:`_skip_draw_blocks`; the tokens are bit for bit the same either way). ``exchange``: the
+    one-launch path. On a GPU for 16-bit logits on the two launches where a program walks at least
+    32 blocks (from 4 x SMs requests): measured on an H200 (benchmarks/NOTES.md, run 35, three
+    passes) -4.9% / -8.4% at T = 1024, V = 151,936 / 262,144. Elsewhere it lost or did not pay:
+    the skip raises the draw's registers (1,024 / 4: 64-72 -> 80-96, fewer programs per SM) and
+    the one launch's chunks are short (16 blocks: its best key is young): float32 +9 to +16% at
+    T >= 256, bf16 T = 256 -1.7% to +5.7%, T = 64 -9% to +25%. Benchmarks and tests may replace
+    it."""
+    return (device.type == "cuda" and dtype.itemsize <= 2 and not exchange and num_reqs >= 4 * sm_count(device)
+            and chunk >= 32 * block)
+
+
+def draw_stages(dtype: torch.dtype, device: torch.device) -> int:
+    """``num_stages`` of the skipping draw loop's target loads on a GPU (see
+    :func:`guarded_kernels.sample.loop_stages`). Benchmarks may replace it."""
+    return 4
 
 
 def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
@@ -841,6 +919,10 @@ def resample(
         PAIR_LSE=exchange is not None and exchange.pair_lse,
         num_warps=warps,
     )
+    skip = not use_fp64 and not meta["PREFETCH"] and draw_skip(
+        num_reqs, chunk, block, target_logits.dtype, device, exchange is not None)
+    if skip:
+        meta.update(SKIP=True, STAGES=draw_stages(target_logits.dtype, device) if device.type == "cuda" else 1)
     grid = (num_reqs, splits)
     if use_fp64:
         _resample_kernel[grid](*args, PHASE=3, **meta)

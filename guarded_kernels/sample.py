@@ -7,6 +7,12 @@ same launch through an atomic maximum on a packed (key, index) word (below 64 ro
 slot per program), and the last program to finish writes the token
 (:mod:`guarded_kernels._workspace`). One launch per call; below 64 rows, on NVIDIA compute
 capability >= 9.0, a programmatic dependent launch (:func:`use_pdl`).
+
+From 64 rows on a GPU, where a program walks at least 32 blocks (:func:`_skip_grid`), the loop
+skips the noise of every block that cannot hold the program's maximum: each element's noise is
+bounded from its hash's leading zeros (:func:`guarded_kernels.noise.noise_octave`), and a block
+whose largest ``scaled logit + bound`` stays below the best key so far is left out. The draws
+are bit for bit those of the loop without the skip (benchmarks/NOTES.md, version 22).
 """
 
 from __future__ import annotations
@@ -21,11 +27,14 @@ from guarded_kernels._workspace import row_scratch, row_slots, sm_count
 from guarded_kernels.noise import (
     DRAFT_STREAM,
     VERIFY_STREAM,
+    block_key_bound,
     interpreting,
     neg_log2_exponential,
     pack_key_index,
     row_key,
+    token_hash_finish,
     token_hash_of_product,
+    token_hash_unfinished,
     token_product,
     unpack_index,
     use_fast_log,
@@ -95,18 +104,7 @@ def _sample_block(
 ):
     """One loaded block ``x`` of a row (columns ``idx``, their ``token_product`` ``idx_g``): cache
     the raw values, add the noise, update the maximum."""
-    if HAS_CACHE:
-        # The raw input values, before any temperature: a bit-exact copy.
-        if HAS_SOURCE:
-            if MASKED:
-                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx, mask=idx < end), mask=idx < end)
-            else:
-                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx))
-        else:
-            if MASKED:
-                tl.store(cache_row_ptr + idx, x, mask=idx < end)
-            else:
-                tl.store(cache_row_ptr + idx, x)
+    _cache_block(x, source_row_ptr, cache_row_ptr, idx, end, MASKED, HAS_CACHE, HAS_SOURCE)
     if USE_FP64:
         xf = x.to(tl.float64)
     else:
@@ -129,11 +127,35 @@ def _sample_block(
 
 
 @triton.jit
+def _cache_block(x, source_row_ptr, cache_row_ptr, idx, end, MASKED: tl.constexpr, HAS_CACHE: tl.constexpr,
+                 HAS_SOURCE: tl.constexpr):
+    """With ``HAS_CACHE``, copy a block's raw input values (before any temperature, bit-exact) to
+    the cache row: ``x`` as loaded, or the source row's values at ``idx``."""
+    if HAS_CACHE:
+        if HAS_SOURCE:
+            if MASKED:
+                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx, mask=idx < end), mask=idx < end)
+            else:
+                tl.store(cache_row_ptr + idx, tl.load(source_row_ptr + idx))
+        else:
+            if MASKED:
+                tl.store(cache_row_ptr + idx, x, mask=idx < end)
+            else:
+                tl.store(cache_row_ptr + idx, x)
+
+
+@triton.jit
 def _sampled_key(xf, idx_g, key, scale, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
     """The base-2 Gumbel-max key of the columns whose ``token_product`` is ``idx_g``, with logits
-    ``xf`` (the one expression both the main loop and :func:`_lane_winner` evaluate, so that they
+    ``xf`` (the one expression the main loops and :func:`_lane_winner` evaluate, so that they
     agree bit for bit)."""
-    return xf * scale + neg_log2_exponential(token_hash_of_product(key, idx_g), FAST_LOG, USE_FP64)
+    return _key_of_hash(xf, token_hash_of_product(key, idx_g), scale, FAST_LOG, USE_FP64)
+
+
+@triton.jit
+def _key_of_hash(xf, h, scale, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
+    # The key from the token hash h: every sampled key of this module is this expression.
+    return xf * scale + neg_log2_exponential(h, FAST_LOG, USE_FP64)
 
 
 @triton.jit
@@ -173,11 +195,12 @@ def _walk_chunk(
     logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
     GREEDY: tl.constexpr, HAS_CACHE: tl.constexpr, HAS_SOURCE: tl.constexpr, USE_FP64: tl.constexpr,
     FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr, BLOCK: tl.constexpr, LANE_MAX: tl.constexpr,
-    EARLY: tl.constexpr,
+    EARLY: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1,
 ):
     """Columns ``[start, end)`` of one row, BLOCK at a time: the per-lane running maximum. The first
     ``EARLY`` (0, 1 or 2) blocks arrive already loaded as ``x0`` / ``x1`` (masked to ``end``, ``-inf``
-    beyond it: such lanes never update a maximum)."""
+    beyond it: such lanes never update a maximum). ``SKIP`` (sampled ``LANE_MAX`` rows, float32 keys,
+    without ``PREFETCH``) skips the noise of blocks that cannot hold the chunk's maximum."""
     lanes = tl.arange(0, BLOCK)
     if EARLY >= 1:
         best_val, best_idx = _sample_block(
@@ -219,12 +242,33 @@ def _walk_chunk(
         # element. Written as off * G + lanes * G, the compiler factors it back into
         # (off + lanes) * G, an add and a multiply (benchmarks/NOTES.md, version 11).
         idx_g = token_product(body + lanes)
-        for off in range(body, full_end, BLOCK):
-            best_val, best_idx = _sample_block(
-                tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, idx_g, end, key,
-                scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
-            )
-            idx_g += (BLOCK * 0x9E3779B1) % 4294967296
+        if SKIP:
+            # The exact block skip (benchmarks/NOTES.md, version 22): a block whose every key is
+            # below the chunk's best so far cannot change the lane maxima that decide the draw, so
+            # its noise is not evaluated. Per element only the hash up to fmix32's last xorshift
+            # and the bound of block_key_bound (its leading zeros, one multiply-add); one block
+            # maximum decides. The bound is never below a key as computed, so a skipped block never
+            # held a key >= best_s: the lane maxima, and so the drawn token, are bit for bit those
+            # of the loop without the skip. A NaN logit has a NaN bound and a NaN key; the block
+            # maximum ignores it as the lane maximum does (on the GPU and in the interpreter).
+            best_s = tl.max(best_val, 0)
+            for off in tl.range(body, full_end, BLOCK, num_stages=STAGES):
+                x = tl.load(logits_row_ptr + off + lanes)
+                _cache_block(x, source_row_ptr, cache_row_ptr, off + lanes, end, False, HAS_CACHE, HAS_SOURCE)
+                xf = x.to(tl.float32)
+                h = token_hash_unfinished(key, idx_g)
+                if block_key_bound(xf, scale_f, h, FAST_LOG) >= best_s:
+                    best_val = tl.maximum(best_val, _key_of_hash(xf, token_hash_finish(h), scale_f, FAST_LOG, False))
+                    best_s = tl.max(best_val, 0)
+                idx_g += (BLOCK * 0x9E3779B1) % 4294967296
+        else:
+            for off in tl.range(body, full_end, BLOCK, num_stages=STAGES):
+                best_val, best_idx = _sample_block(
+                    tl.load(logits_row_ptr + off + lanes), source_row_ptr, cache_row_ptr, off + lanes, idx_g, end,
+                    key, scale_f, best_val, best_idx, GREEDY, False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG,
+                    LANE_MAX,
+                )
+                idx_g += (BLOCK * 0x9E3779B1) % 4294967296
     if full_end < end:
         tail = full_end + lanes
         x = tl.load(logits_row_ptr + tail, mask=tail < end, other=float("-inf"))
@@ -294,6 +338,11 @@ def _gumbel_sample_kernel(
     # Programmatic dependent launch (see use_pdl): 1 waits for the previous grid before any
     # load, 2 also lets the next grid launch at once
     PDL: tl.constexpr = 0,
+    # The exact block skip of sampled LANE_MAX rows (see block_skip)
+    SKIP: tl.constexpr = False,
+    # Software pipelining of the sampled main loop's loads (tl.range num_stages; 1: none; see
+    # loop_stages)
+    STAGES: tl.constexpr = 1,
 ):
     if PDL >= 1:
         # Every load below may read what the previous kernel in the stream wrote (the logits, the
@@ -375,7 +424,7 @@ def _gumbel_sample_kernel(
         else:
             best_val, best_idx = _walk_chunk(
                 logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
-                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, LANE_MAX, EARLY,
+                False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, LANE_MAX, EARLY, SKIP, STAGES,
             )
             if not LANE_MAX:
                 m, win, nan_won = _row_winner(best_val, best_idx)
@@ -425,6 +474,9 @@ def launch_config(num_rows: int, vocab_size: int, dtype: torch.dtype, device: to
     if use_fp64:
         return block, warps, 1
     if block == 4096:
+        skip_grid = _skip_grid(num_rows, vocab_size, sm_count(device))
+        if skip_grid is not None:
+            return skip_grid
         # Two 512-thread programs fit on a multiprocessor (<= 64 registers).
         return block, warps, _wave_splits(num_rows, triton.cdiv(vocab_size, block), 2 * sm_count(device))
     if device.type != "cuda":
@@ -518,6 +570,50 @@ def lane_max(chunk: int, block: int, use_fp64: bool) -> bool:
     one dependent re-read per program, so it pays when a program walks several blocks. Not with
     ``use_fp64`` (that path keeps the column per lane). Benchmarks may replace it."""
     return not use_fp64 and chunk >= 4 * block
+
+
+# The block skip's launch (benchmarks/NOTES.md, version 22, runs 32-34): 1,024 columns and 4
+# warps a program, eight programs per multiprocessor, the loads pipelined 4 blocks deep, where a
+# program walks at least 32 blocks.
+SKIP_BLOCK, SKIP_WARPS, SKIP_PER_SM, SKIP_MIN_BLOCKS, SKIP_STAGES = 1024, 4, 8, 32, 4
+
+
+@functools.lru_cache(maxsize=1024)
+def _skip_grid(num_rows: int, vocab_size: int, sms: int) -> tuple[int, int, int] | None:
+    """(BLOCK, num_warps, num_splits) of the block skip's launch for ``num_rows`` >= 64 rows, or
+    None where its programs would walk fewer than ``SKIP_MIN_BLOCKS`` blocks (the skip fires
+    less in a short chunk: its best key is younger). Programs per row by :func:`_wave_splits`
+    over ``SKIP_PER_SM`` programs per multiprocessor.
+
+    Measured on an H200 against the 4,096 / 16 launch without the skip (run 34 of
+    benchmarks/NOTES.md, three passes, random-normal logits x 2 at temperature 0.9): 38 to 256
+    blocks a program -6.4% to -15% (bf16 T = 256, V = 151,936 -6.4%; float32 -11 to -12% from
+    T = 256), 16 blocks -3.3% (float32) / +1.8% (bf16), 10 blocks -1.0% / +4.0%. 2,048 / 8 (four
+    programs) gained less (-0.8% to -13.9%) and 4,096 / 16 with the skip lost (+9% to +33%: 73
+    registers, one program per SM, its barrier per block exposing every load)."""
+    splits = _wave_splits(num_rows, triton.cdiv(vocab_size, SKIP_BLOCK), SKIP_PER_SM * sms)
+    chunk, _ = chunk_layout(vocab_size, splits, SKIP_BLOCK)
+    if chunk < SKIP_MIN_BLOCKS * SKIP_BLOCK:
+        return None
+    return SKIP_BLOCK, SKIP_WARPS, splits
+
+
+def block_skip(chunk: int, block: int, dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether the main loop of sampled rows skips the noise of blocks that cannot hold the chunk's
+    maximum (the exact block skip: ``_walk_chunk``'s ``SKIP``; the draws are bit for bit the same
+    either way): on the skip's own launch (:func:`_skip_grid`), on a GPU. The launcher asks only
+    where the loop keeps lane maxima (:func:`lane_max`), runs without prefetch
+    (:func:`loop_prefetch`) and keys are float32. Benchmarks and tests may replace it."""
+    return device.type == "cuda" and block == SKIP_BLOCK and chunk >= SKIP_MIN_BLOCKS * block
+
+
+def loop_stages(dtype: torch.dtype, device: torch.device, skip: bool) -> int:
+    """``num_stages`` of the sampled main loop's ``tl.range`` on a GPU (1: no pipelining; from 2
+    Triton loads blocks ahead asynchronously into shared memory): ``SKIP_STAGES`` for the skip,
+    whose block maximum and branch stop a program's warps at every block (without it the skip
+    lost 5-33% in run 32); 1 otherwise (the loop without the skip measured +3% to +8% with 3,
+    run 33). Benchmarks may replace it."""
+    return SKIP_STAGES if skip else 1
 
 
 def early_blocks(chunk: int, block: int, dtype: torch.dtype) -> int:
@@ -713,6 +809,9 @@ def gumbel_sample(
     if pdl and not _pdl_capable(device.index if device.index is not None else torch.cuda.current_device()):
         pdl = 0
     extra = dict(MERGE_SLOTS=True, SLOTS=triton.next_power_of_2(splits)) if slots else {}
+    keep_lane_max = lane_max(chunk, block, use_fp64)  # never with use_fp64
+    prefetch = loop_prefetch(logits.dtype, device)
+    skip = keep_lane_max and not prefetch and block_skip(chunk, block, logits.dtype, device)
     if pdl:
         extra.update(PDL=pdl, launch_pdl=True)
     _gumbel_sample_kernel[(num_rows, splits)](
@@ -749,8 +848,10 @@ def gumbel_sample(
         USE_FP64=use_fp64,
         FAST_LOG=use_fast_log(device),
         SPLIT=splits > 1,
-        PREFETCH=loop_prefetch(logits.dtype, device),
-        LANE_MAX=lane_max(chunk, block, use_fp64),
+        PREFETCH=prefetch,
+        LANE_MAX=keep_lane_max,
+        SKIP=skip,
+        STAGES=loop_stages(logits.dtype, device, skip) if device.type == "cuda" else 1,
         EARLY=early_blocks(chunk, block, logits.dtype),
         BLOCK=block,
         num_warps=warps,

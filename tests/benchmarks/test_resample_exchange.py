@@ -29,3 +29,17 @@ def test_every_default_sweep_configuration_parses():
         for text in configs:
             label, cfg = mod.parse_config(text, 151_936)
             assert label == text and cfg.num_splits >= 1 and cfg.block in (1024, 2048, 4096)
+
+
+def test_skip_field_switches_the_draw_skip_on_with_its_stages():
+    import torch
+
+    mod = load_benchmark("resample_exchange")
+    assert mod.skip_patches("1024x4:16384:en-ef:single") == []
+    assert mod.skip_patches("1024x4:16384:en-ef:single:skipx") == []
+    attrs = {name: value for _, name, value in mod.skip_patches("1024x4:32768:en-ef:single:skip4")}
+    assert attrs["draw_skip"](256, 32768, 1024, torch.bfloat16, torch.device("cuda"), True) is True
+    assert attrs["draw_stages"](torch.bfloat16, torch.device("cuda")) == 4
+    # The field after it does not change the exchange configuration it parses to.
+    assert mod.parse_config("1024x4:32768:en-ef:single:skip1", 151_936)[1] == mod.parse_config(
+        "1024x4:32768:en-ef:single", 151_936)[1]

@@ -440,6 +440,55 @@ def test_lane_maximum_path_draws_what_the_tracked_path_draws(device, small_block
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_block_skip_draws_what_the_full_loop_draws(device, dtype, small_blocks, monkeypatch):
+    # The exact block skip (sample.block_skip, _walk_chunk's SKIP) leaves out the noise of blocks
+    # whose bound cannot reach the chunk's best key: forced on and off, the tokens are the same
+    # and the cache is written whole (skipped blocks included). Rows: plain random logits; a
+    # winner in the first block (every later block skipped); one in the last full block and one
+    # in the masked tail (after many skipped blocks); NaN, -inf and +inf entries; a steep and a
+    # flat temperature; logits near 1e7, where keys round to whole units and tie, so that only
+    # the bound's slack keeps a tied later block in play; greedy and padding rows; 36 more plain
+    # rows, so that some later block's winner lies within a bit of its bound (a bound lowered by
+    # one bit fails this test).
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    T, V = 48, 300
+    logits, idx, temp, seed, pos = _inputs(device, T, V, dtype)
+    g = torch.Generator().manual_seed(5)
+    logits[1, 2] = 60.0
+    logits[2, 287] = 60.0
+    logits[3, 299] = 60.0
+    logits[4, ::7] = float("nan")
+    logits[5, :200] = float("-inf")
+    logits[6, 150] = float("inf")
+    temp[7] = 0.05
+    temp[8] = 20.0
+    if dtype == torch.float32:
+        logits[9] = 1e7 + torch.randint(0, 3, (V,), generator=g).float()
+    else:
+        logits[9] = (30000 + 256 * torch.randint(0, 3, (V,), generator=g)).to(dtype)
+    temp[10] = 0.0
+    idx[11] = -1
+    cache = torch.zeros(T, 1, V, dtype=dtype, device=device)
+    col = torch.tensor(0, device=device)
+    bits = torch.int16 if dtype == torch.bfloat16 else torch.int32
+    for block, splits in ((16, 1), (16, 2), (8, 3), (32, 1)):
+        small_blocks(block=block, splits=splits)
+        got = {}
+        for skip in (True, False):
+            monkeypatch.setattr(sample_mod, "block_skip", lambda chunk, blk, dt, dev, on=skip: on)
+            cache.zero_()
+            got[skip] = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+            rows = [r for r in range(T) if r != 11]
+            assert torch.equal(cache[rows, 0].view(bits), logits[rows].view(bits)), (block, splits, skip)
+        assert torch.equal(got[True], got[False]), (block, splits, got[True], got[False])
+        out = got[True].cpu()
+        assert out[1].item() == 2 and out[2].item() == 287 and out[3].item() == 299 and out[6].item() == 150
+        assert not logits[4, out[4]].isnan() and out[5].item() >= 200 and out[11].item() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_preloaded_blocks_draw_what_the_loop_draws(device, dtype, small_blocks, monkeypatch):
     # The first one or two blocks of a program's chunk are loaded before the idx_mapping -> seed
     # loads (sample.early_blocks); forced to 0, 1 and 2 at chunks of 1 to 10 blocks (a chunk
@@ -585,6 +634,39 @@ def test_few_row_launch_policy():
         assert use_pdl(rows, cuda, 4) == 1 and use_pdl(rows, cuda, 8) == 2
     for rows in (64, 256, 1024):
         assert merge_slots(rows, 4, cuda) is False and use_pdl(rows, cuda) == 0 and use_pdl(rows, cuda, 4) == 0
+
+
+def test_block_skip_launch_policy(monkeypatch):
+    # benchmarks/NOTES.md, version 22 (run 34): from 64 rows on a GPU, the block skip with its own
+    # launch (1,024 / 4 warps, programs per row by the wave rule over 8 a multiprocessor, loads
+    # pipelined 4 deep) where its programs walk >= 32 blocks; elsewhere the 4,096 / 16 launch
+    # without it, and never on the CPU (the skip tests force it there).
+    import importlib
+
+    import triton
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    monkeypatch.setattr(sample_mod, "sm_count", lambda device: 132)
+    sample_mod._skip_grid.cache_clear()
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    for rows, vocab, skips in ((256, 151_936, True), (1024, 262_144, True), (512, 151_936, True),
+                               (1024, 32_000, True), (64, 151_936, False), (64, 262_144, False),
+                               (256, 32_000, False), (128, 262_144, True), (128, 151_936, False)):
+        for dtype in (torch.float32, torch.bfloat16):
+            block, warps, splits = sample_mod.launch_config(rows, vocab, dtype, cuda, False)
+            chunk, _ = sample_mod.chunk_layout(vocab, splits, block)
+            assert ((block, warps) == (1024, 4)) == skips, (rows, vocab)
+            if skips:
+                assert splits == sample_mod._wave_splits(rows, triton.cdiv(vocab, 1024), 8 * 132)
+                assert chunk >= 32 * 1024
+            else:
+                assert (block, warps) == (4096, 16)
+            on = sample_mod.block_skip(chunk, block, dtype, cuda)
+            assert on == skips and sample_mod.block_skip(chunk, block, dtype, cpu) is False
+            assert sample_mod.loop_stages(dtype, cuda, on) == (4 if skips else 1)
+    # Few rows keep their grids (no skip: a chunk of one or two blocks).
+    assert sample_mod.launch_config(8, 262_144, torch.float32, cuda, False)[:2] in ((2048, 8), (1024, 4))
+    assert sample_mod.block_skip(2 * 1024, 1024, torch.float32, cuda) is False
 
 
 def test_few_row_grid_by_busiest_multiprocessor(monkeypatch):

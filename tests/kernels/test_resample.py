@@ -503,6 +503,58 @@ def test_exchange_path_draws_the_two_launch_tokens(device, vd, small_blocks, mon
             assert want.unique().numel() > 10  # varied tokens, not a constant
 
 
+@pytest.mark.parametrize("path, form", [("two launches", 2), ("one program", 1), ("exchange", 2), ("exchange", 1)])
+def test_draw_block_skip_draws_what_the_full_draw_draws(device, path, form, small_blocks, monkeypatch):
+    # The draw's exact block skip (resample.draw_skip, _skip_draw_blocks) leaves out the noise,
+    # the residual and the draft row of blocks whose bound (x * scale - lse_t + the noise's
+    # leading-zero bound) cannot reach the chunk's best key: forced on and off, the tokens are the
+    # same on every path, for residual rows of both forms (a draft vocabulary ending inside a
+    # block, 37, and at the row's end), bonus and one-hot rows, greedy slots, NaN and -inf
+    # entries, and a peaked row whose winner comes first (every later block skipped). 60
+    # requests, so that some later block's winner lies within a bit of its bound (a bound lowered
+    # by one bit fails this test; the sharper check of the bound is test_noise's and
+    # test_gumbel_sample's).
+    Q, S, V, W = 60, 2, 61, 64
+    target, draft, tokens, acc, cu, idx, temp, seed, pos = _random_requests(device, Q, S, V, W, seed0=97)
+    temp[::11] = 0.0  # some greedy slots
+    rows = (cu[:-1] + acc).cpu()
+    target[rows[1], 2] = 40.0
+    target[rows[2], ::5] = float("nan")
+    target[rows[3], :30] = float("-inf")
+    splits = {"two launches": 3, "one program": 1, "exchange": 3}[path]
+    monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: form)
+    for drafts, vd in ((draft, 37), (draft, 61), (None, None)):
+        got = {}
+        for skip in (True, False):
+            monkeypatch.setattr(resample_mod, "draw_skip", lambda *a, on=skip: on)
+            small_blocks(block=4, splits=splits, exchange=path == "exchange")
+            got[skip] = resample(target, drafts, tokens, acc, cu, idx, temp, seed, pos, draft_vocab_size=vd)
+        assert torch.equal(got[True], got[False]), (vd, (got[True] != got[False]).nonzero())
+        assert got[True].unique().numel() > 20
+        assert got[True][1].item() == 2  # request 1's resampled row peaks at column 2
+
+
+def test_draw_skip_policy(monkeypatch):
+    # benchmarks/NOTES.md, run 35: the draw's block skip only for 16-bit logits on the two
+    # launches from 4 x SMs requests where a program walks >= 32 blocks; never on the CPU, the
+    # one launch or float32.
+    import triton
+
+    monkeypatch.setattr(resample_mod, "sm_count", lambda device: 132)
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        for reqs, vocab in ((1024, 151_936), (1024, 262_144), (1024, 32_000), (256, 151_936), (64, 262_144)):
+            block, _, splits = resample_mod.launch_config(reqs, vocab, dtype, cuda)
+            chunk = triton.cdiv(triton.cdiv(vocab, splits), block) * block
+            want = dtype != torch.float32 and reqs >= 528 and chunk >= 32 * block
+            assert resample_mod.draw_skip(reqs, chunk, block, dtype, cuda, False) == want, (dtype, reqs, vocab)
+            assert resample_mod.draw_skip(reqs, chunk, block, dtype, cuda, True) is False
+            assert resample_mod.draw_skip(reqs, chunk, block, dtype, cpu, False) is False
+    block, _, splits = resample_mod.launch_config(1024, 151_936, torch.bfloat16, cuda)
+    assert resample_mod.draw_skip(1024, triton.cdiv(151_936, splits), block, torch.bfloat16, cuda, False)
+    assert resample_mod.draw_stages(torch.bfloat16, cuda) == 4
+
+
 def test_exchange_configuration_fields_and_defaults():
     # A bare (block, warps, splits) tuple is a valid configuration: the two reads keep the
     # default L2 policy and the log-sum-exp pass reads one row at a time.
