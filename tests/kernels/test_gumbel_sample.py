@@ -449,7 +449,7 @@ def test_block_skip_draws_what_the_full_loop_draws(device, dtype, small_blocks, 
     # flat temperature; logits near 1e7, where keys round to whole units and tie, so that only
     # the bound's slack keeps a tied later block in play; greedy and padding rows; 36 more plain
     # rows, so that some later block's winner lies within a bit of its bound (a bound lowered by
-    # one bit fails this test).
+    # a quarter bit fails this test).
     import importlib
 
     sample_mod = importlib.import_module("guarded_kernels.sample")
