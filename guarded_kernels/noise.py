@@ -273,7 +273,7 @@ def block_key_bound(xf, scale, h, FAST_LOG: tl.constexpr):
     roundings of 2**-24 each), so a block whose bound is below a key held so far holds no key
     that reaches it. ``scale / 32`` is exact unless subnormal (a temperature above ~1e36; the
     arithmetic here keeps subnormals, no ``.ftz``), and then ``|x * scale| <= 1.4`` for every
-    float32 ``x`` and its error, below 2**-16, stays inside the noise bound's 2**-8 margin. NaN
+    float32 ``x`` and its error, below 2**-15, stays inside the noise bound's 2**-8 margin. NaN
     logits are ignored by the maximum, as their keys never win."""
     b = tl.max(xf * (scale * 0.03125) + noise_octave(h, FAST_LOG), 0) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
     return b + tl.abs(b) * 9.5367431640625e-07
