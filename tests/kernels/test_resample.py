@@ -534,6 +534,36 @@ def test_draw_block_skip_draws_what_the_full_draw_draws(device, path, form, smal
         assert got[True][1].item() == 2  # request 1's resampled row peaks at column 2
 
 
+def test_draw_block_skip_with_subnormal_residual_weights(device, small_blocks, monkeypatch):
+    # Rejected rows whose residual lies wholly where p < 2**-126: target and draft agree on token 0
+    # (p = q = 1, no residual there), every other target logit is 148.0-148.4 bits below it and
+    # the draft's is -inf. The p - q form's weight p is then subnormal, rounded on the CPU to
+    # 2**-148, so log2(p - q) exceeds x * scale - lse_t by up to 0.4 bit, beyond block_key_bound's
+    # margin: without resample._skip_draw_blocks' floor for such keys the skip drew other tokens
+    # than the full draw (requests 0 and 8 here). On CUDA the fast log flushes the subnormal weights
+    # (no residual mass: both draw from p).
+    Q, V = 12, 64
+    g = torch.Generator().manual_seed(1)
+    target = torch.empty(2 * Q, V).uniform_(-102.868, -102.80, generator=g)
+    target[:, 0] = 0.0
+    draft = torch.full((Q, 1, V), float("-inf"))
+    draft[:, :, 0] = 0.0
+    seed = torch.randint(0, 2**62, (Q,), generator=g)
+    pos = torch.randint(0, 2**40, (2 * Q,), generator=g)
+    args = [t.to(device) for t in (target, draft, torch.zeros(Q, 1, dtype=torch.int64),
+                                   torch.zeros(Q, dtype=torch.int64), torch.arange(0, 2 * Q + 1, 2),
+                                   torch.arange(Q), torch.ones(Q), seed, pos)]
+    monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: 2)
+    small_blocks(block=4, splits=1)
+    got = {}
+    for skip in (True, False):
+        monkeypatch.setattr(resample_mod, "draw_skip", lambda *a, on=skip: on)
+        got[skip] = resample(*args)
+    assert torch.equal(got[True], got[False]), (got[True] != got[False]).nonzero()
+    if device.type == "cpu":
+        assert (got[False] > 0).all() and got[False].unique().numel() > 6  # residual draws, varied
+
+
 def test_draw_skip_policy(monkeypatch):
     # benchmarks/NOTES.md, run 35: the draw's block skip only for 16-bit logits on the two
     # launches from 4 x SMs requests where a program walks >= 32 blocks; never on the CPU, the
