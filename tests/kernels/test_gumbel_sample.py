@@ -488,6 +488,41 @@ def test_block_skip_draws_what_the_full_loop_draws(device, dtype, small_blocks, 
         assert not logits[4, out[4]].isnan() and out[5].item() >= 200 and out[11].item() == 0
 
 
+def test_block_skip_float16_with_a_cache_source(device, small_blocks, monkeypatch):
+    # The skip with float16 logits and logits_cache_source (the skip test above covers neither):
+    # skipped blocks still copy the source row to the cache, and the tokens match the full loop.
+    # Rows: a winner in the first block (every later block skipped), one after many skippable
+    # blocks, float16's largest and smallest values against a tiny and a huge temperature, ties.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    T, V = 8, 300
+    logits, idx, temp, seed, pos = _inputs(device, T, V, torch.float16, seed0=3)
+    source = (-logits).flip(1).contiguous()
+    logits[1, 3] = 60.0
+    logits[2, :280] = -60.0
+    logits[3, ::2] = 65504.0
+    logits[3, 1::2] = -65504.0
+    temp[3] = 1e-30
+    logits[4, 100:] = 65504.0
+    temp[4] = 3e38
+    logits[5] = 7.0
+    cache = torch.zeros(T, 2, V + 2, dtype=torch.float16, device=device)
+    small_blocks(block=16, splits=1)
+    got = {}
+    for skip in (True, False):
+        monkeypatch.setattr(sample_mod, "block_skip", lambda chunk, blk, dt, dev, on=skip: on)
+        cache.zero_()
+        got[skip] = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache,
+                                  logits_cache_col=torch.tensor(1, device=device), logits_cache_source=source)
+        assert torch.equal(cache[:, 1, :V].view(torch.int16), source.view(torch.int16)), skip
+        assert not cache[:, 0].any() and not cache[:, 1, V:].any()
+    assert torch.equal(got[True], got[False]), (got[True], got[False])
+    out = got[True].cpu()
+    # Row 3: +inf keys at every even column (65504 / 1e-30 overflows), the first one wins.
+    assert out[1].item() == 3 and out[2].item() >= 280 and out[3].item() == 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_preloaded_blocks_draw_what_the_loop_draws(device, dtype, small_blocks, monkeypatch):
     # The first one or two blocks of a program's chunk are loaded before the idx_mapping -> seed
