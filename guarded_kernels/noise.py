@@ -239,10 +239,12 @@ def noise_octave(h, FAST_LOG: tl.constexpr):
     ``neg_log2_exponential(h) <= 32 * noise_octave(h) + (NOISE_BOUND_OFFSET - 32) = c + 0.4751``.
 
     The bound: ``v = (h + 1/2) / 2**32 >= 2**-(c + 1)`` and ``E = -ln(1 - v) >= v``, so
-    ``-log2(E * log2(e)) <= c + 1 - log2(log2(e)) = c + 0.4712``. The float32 evaluation of the noise
-    is within 2e-4 of the exact value (the module docstring: ``1 - v`` to within ``2**-24`` where
-    ``v >= 2**-9``; ``lg2.approx``'s absolute error ``2**-22``), so ``NOISE_BOUND_OFFSET`` adds
-    ``2**-8``. The bound is within one bit of the noise where ``v`` is small, which is where a token
+    ``-log2(E * log2(e)) <= c + 1 - log2(log2(e)) = c + 0.4712``. For ``v < 1/2`` the float32
+    evaluation of the noise is within 2e-4 of the exact value (the module docstring: ``1 - v`` to
+    within ``2**-24`` where ``v >= 2**-9``; ``lg2.approx``'s absolute error ``2**-22``), so
+    ``NOISE_BOUND_OFFSET`` adds ``2**-8``; for ``v >= 1/2`` (``c = 0``) the noise is at most 0 (at
+    ``v = 1/2``, where the evaluation is accurate) and negative beyond, where its larger error
+    near ``v = 1`` (up to ~0.4) meets values below -2: always below the bound 0.4751. The bound is within one bit of the noise where ``v`` is small, which is where a token
     can win (``tests/kernels/test_noise.py`` checks both at every power of two). The block skip of
     :mod:`guarded_kernels.sample` uses it.
 
@@ -271,9 +273,9 @@ def block_key_bound(xf, scale, h, FAST_LOG: tl.constexpr):
     :func:`noise_octave` (the scale divided by 32, exactly), then one block maximum. The slack,
     2**-20 of the bound, covers the float32 rounding of either expression at any magnitude (a few
     roundings of 2**-24 each), so a block whose bound is below a key held so far holds no key
-    that reaches it. ``scale / 32`` is exact unless subnormal (a temperature above ~1e36; the
-    arithmetic here keeps subnormals, no ``.ftz``), and then ``|x * scale| <= 1.4`` for every
-    float32 ``x`` and its error, below 2**-15, stays inside the noise bound's 2**-8 margin. NaN
+    that reaches it. ``scale / 32`` is exact unless subnormal (a temperature above ~3.8e36;
+    the arithmetic here keeps subnormals, no ``.ftz``), and then ``|x * scale| <= 2**7`` for every
+    float32 ``x`` and its error, at most 2**-17, stays inside the noise bound's 2**-8 margin. NaN
     logits are ignored by the maximum, as their keys never win."""
     b = tl.max(xf * (scale * 0.03125) + noise_octave(h, FAST_LOG), 0) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
     return b + tl.abs(b) * 9.5367431640625e-07

@@ -136,9 +136,10 @@ def _skip_draw_blocks(
     log2 p``, the log form's ``log2(1 - q/p) <= 0``; a draw from p has ``lse_t = 0``), and the noise
     at most its :func:`noise_octave` bound, so a block whose bound stays below the chunk's best
     key so far cannot change the running maximum: neither its noise, its residual, nor its draft
-    row is computed or read. :func:`block_key_bound`'s slack (2**-20 of the bound before ``lse_t`` is
-    subtracted) covers float32 rounding at any magnitude, so the keys kept, and the token, are bit
-    for bit those of the loop without the skip."""
+    row is computed or read. :func:`block_key_bound`'s slack (2**-20 of the bound), applied again
+    after ``lse_t`` is subtracted, covers float32 rounding at any magnitude; a ``p`` below 2**-126
+    (subnormal where it is not flushed) is covered by a floor (below). So the keys kept, and the
+    token, are bit for bit those of the loop without the skip."""
     lanes = tl.arange(0, BLOCK)
     best_s = tl.max(best_val, 0)
     for off in tl.range(start, d_end, BLOCK, num_stages=STAGES):
@@ -146,6 +147,9 @@ def _skip_draw_blocks(
         x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
         h = token_hash_unfinished(key, token_product(idx))
         bound = block_key_bound(x.to(tl.float32), scale, h, FAST_LOG) - lse_t
+        # The subtraction rounds at the key's magnitude, which block_key_bound's slack (relative
+        # to the bound before it) does not cover when |lse_t| is large: the same slack again.
+        bound += tl.abs(bound) * 9.5367431640625e-07
         if RESIDUAL == 2:
             # p = 2**(x * scale - lse_t) below 2**-126 is subnormal where exp2 and log2 keep
             # subnormals (the CPU interpreter): rounded to a multiple of 2**-149, log2(p - q) may
