@@ -589,8 +589,9 @@ def _skip_grid(num_rows: int, vocab_size: int, sms: int) -> tuple[int, int, int]
     benchmarks/NOTES.md, three passes, random-normal logits x 2 at temperature 0.9): 38 to 256
     blocks a program -6.4% to -15% (bf16 T = 256, V = 151,936 -6.4%; float32 -11 to -12% from
     T = 256), 16 blocks -3.3% (float32) / +1.8% (bf16), 10 blocks -1.0% / +4.0%. 2,048 / 8 (four
-    programs) gained less (-0.8% to -13.9%) and 4,096 / 16 with the skip lost (+9% to +33%: 73
-    registers, one program per SM, its barrier per block exposing every load)."""
+    programs) gained less from 256 rows (-0.8% to -13.9%) and lost more at 64; 4,096 / 16 with
+    the skip (71-79 registers, one program per SM, its barrier per block exposing every load)
+    lost up to 33% unpipelined (run 32) and measured -8% to +29% with 3 stages (run 33)."""
     splits = _wave_splits(num_rows, triton.cdiv(vocab_size, SKIP_BLOCK), SKIP_PER_SM * sms)
     chunk, _ = chunk_layout(vocab_size, splits, SKIP_BLOCK)
     if chunk < SKIP_MIN_BLOCKS * SKIP_BLOCK:
@@ -611,8 +612,8 @@ def loop_stages(dtype: torch.dtype, device: torch.device, skip: bool) -> int:
     """``num_stages`` of the sampled main loop's ``tl.range`` on a GPU (1: no pipelining; from 2
     Triton loads blocks ahead asynchronously into shared memory): ``SKIP_STAGES`` for the skip,
     whose block maximum and branch stop a program's warps at every block (without it the skip
-    lost 5-33% in run 32); 1 otherwise (the loop without the skip measured +3% to +8% with 3,
-    run 33). Benchmarks may replace it."""
+    lost up to 33% in run 32); 1 otherwise (the loop without the skip measured -2.5% to +8.1%
+    with 3, run 33). Benchmarks may replace it."""
     return SKIP_STAGES if skip else 1
 
 
