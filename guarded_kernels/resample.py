@@ -184,25 +184,17 @@ def _draw_chunk(
     target loads pipelined STAGES deep."""
     lanes = tl.arange(0, BLOCK)
     full_end = start + ((end - start) // BLOCK) * BLOCK
-    if SKIP:
+    if RESIDUAL:
+        # Full blocks wholly below V_d: the draft is read without a mask.
+        d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
+    else:
         d_end = full_end
-        if RESIDUAL:
-            d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
+    if SKIP:
         best_val, best_idx = _skip_draw_blocks(
             target_row_ptr, draft_row_ptr, start, d_end, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
             RESIDUAL, FAST_LOG, BLOCK, EVICT, STAGES,
         )
-        if RESIDUAL:
-            for off in range(d_end, full_end, BLOCK):
-                idx = off + lanes
-                best_val, best_idx = _residual_keys(
-                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
-                    tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"),
-                            eviction_policy=EVICT),
-                    idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
-                )
     elif RESIDUAL:
-        d_end = start + tl.maximum(tl.minimum(end, draft_vocab_size) - start, 0) // BLOCK * BLOCK
         if PREFETCH:
             if d_end > start:
                 x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
@@ -225,14 +217,6 @@ def _draw_chunk(
                     tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, key, scale, lse_t, lse_d,
                     rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
                 )
-        # Full blocks reaching past V_d: q is zero there (the draft's log is -inf).
-        for off in range(d_end, full_end, BLOCK):
-            idx = off + lanes
-            best_val, best_idx = _residual_keys(
-                tl.load(target_row_ptr + idx, eviction_policy=EVICT),
-                tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"), eviction_policy=EVICT),
-                idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
-            )
     else:
         if PREFETCH:
             if full_end > start:
@@ -252,6 +236,15 @@ def _draw_chunk(
                 best_val, best_idx = _residual_keys(
                     x, x, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
                 )
+    if RESIDUAL:
+        # Full blocks reaching past V_d: q is zero there (the draft's log is -inf).
+        for off in range(d_end, full_end, BLOCK):
+            idx = off + lanes
+            best_val, best_idx = _residual_keys(
+                tl.load(target_row_ptr + idx, eviction_policy=EVICT),
+                tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"), eviction_policy=EVICT),
+                idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+            )
     if full_end < end:
         idx = full_end + lanes
         x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"), eviction_policy=EVICT)
