@@ -277,8 +277,146 @@ def block_key_bound(xf, scale, h, FAST_LOG: tl.constexpr):
     the arithmetic here keeps subnormals, no ``.ftz``), and then ``|x * scale| <= 2**7`` for every
     float32 ``x`` and its error, at most 2**-17, stays inside the noise bound's 2**-8 margin. NaN
     logits are ignored by the maximum, as their keys never win."""
-    b = tl.max(xf * (scale * 0.03125) + noise_octave(h, FAST_LOG), 0) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
+    b = tl.max(octave_score(xf, scale, h, FAST_LOG), 0) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
     return b + tl.abs(b) * 9.5367431640625e-07
+
+
+@triton.jit
+def octave_score(xf, scale, h, FAST_LOG: tl.constexpr):
+    """``xf * scale / 32 + noise_octave(h)`` per element (float32): a token's key in units of 32
+    base-2 units, up to its noise's position inside the octave. :func:`block_key_bound` and the
+    lane filter (:func:`lane_filter_threshold`) bound keys from it."""
+    return xf * (scale * 0.03125) + noise_octave(h, FAST_LOG)
+
+
+# The lane filter's window in octave_score units: the noise of a hash with c >= 1 leading zeros
+# lies in [c - 1 - 2**-8, c + 0.4751] (see lane_filter_threshold), 1.479 base-2 units wide; 1.5
+# leaves 0.021 for the rounding of the two scores.
+LANE_FILTER_WINDOW = tl.constexpr(1.5 / 32)
+
+
+@triton.jit
+def lane_filter_threshold(lower_max):
+    """The float32 scalar below which a token's :func:`octave_score` cannot reach the best key of
+    its block(s): ``lower_max`` is the largest score among the block's tokens whose hash has a
+    leading zero (``h < 2**31``).
+
+    Why: with ``c >= 1`` leading zeros ``v < 2**-c``, and ``-ln(1 - t) <= 2 ln(2) t`` for
+    ``t <= 1/2`` (convexity, equality at 1/2), so ``E * log2(e) < 2**(1 - c)`` and the noise is
+    above ``c - 1`` (``- 2**-8`` for its float32 evaluation, as in :func:`noise_octave`). With
+    :func:`noise_octave`'s upper bound ``c + 0.4751`` every key lies within 1.479 base-2 units
+    (``1.479 / 32`` in score units) above ``32 * score - 33``; a token whose score is more than
+    that below a score with ``c >= 1`` has a key below that token's key, which is at most the
+    block's best. (A hash with ``c = 0`` has ``v >= 1/2`` and noise unbounded below: it gives no
+    lower bound.) The window is ``1.5 / 32``; the slack ``(|lower_max| + 2) * 2**-20`` covers the
+    float32 rounding of both scores and both keys (each at most ``2**-24`` relative). ``+inf``
+    stays ``+inf`` (only ``+inf`` scores pass), ``-inf`` stays ``-inf`` (every token passes)."""
+    return lower_max - (LANE_FILTER_WINDOW + (tl.minimum(tl.abs(lower_max), 1e30) + 2.0) * 9.5367431640625e-07)
+
+
+@triton.jit
+def lane_filter_lower(score, h):
+    """``score`` where the uint32 hash ``h`` (before or after its last xorshift) has a leading
+    zero, ``-inf`` elsewhere: the scores whose maximum :func:`lane_filter_threshold` takes."""
+    return tl.where(h < 2147483648, score, float("-inf"))
+
+
+# One sampled element of the lane filter on CUDA (the shape of lane_filtered_update's operands
+# below). When any lane of the warp passes (vote.any, so the branch is warp-uniform and needs no
+# reconvergence), the whole warp computes its tokens' keys: the hash (token_hash: the product, the
+# key's half, fmix32), the noise of neg_log2_exponential (FAST_LOG, float32) and the key; then
+# the tracked update of _sample_block (a key above the lane's maximum replaces it and its
+# column). A lane that did not pass computes its exact key too, as the unfiltered loop would.
+# Every instruction is the one Triton's lowering of those helpers emits (read from its PTX:
+# fma.rn for the fused multiply-adds, the sign flips as xor), so each key is bit for bit the
+# unfiltered key. The hash is recomputed here rather than kept from the score: fewer registers
+# live across the threshold's block maximum.
+def _filtered_update_ptx(first: bool) -> str:
+    # Operands: the outputs (best value; with not first also its column), then score, threshold,
+    # logit (float32), column, row key, scale, token multiplier, then (not first) best value and
+    # column in. A first block's running maximum starts at -inf and its column at the block's own
+    # (_sample_block's update then keeps the column whatever the key): one output.
+    n_out = 1 if first else 2
+    score, threshold, logit, column, row_key, scale, golden = (f"${i + n_out}" for i in range(7))
+    head = "mov.b32 $0, 0fFF800000;" if first else f"mov.b32 $0, ${n_out + 7};\nmov.b32 $1, ${n_out + 8};"
+    if first:
+        # -inf stays below every key but -inf and NaN, which the unfiltered update leaves out too.
+        update = "max.f32 $0, k, 0fFF800000;"
+    else:
+        update = f"setp.gt.f32 p, k, $0;\n@p mov.b32 $0, k;\n@p mov.b32 $1, {column};"
+    return f"""{{
+.reg .pred p, sm;
+.reg .b32 hf, a, v, t, w, e2, k;
+{head}
+setp.ge.f32 p, {score}, {threshold};
+vote.sync.any.pred p, p, -1;
+@!p bra.uni FILTER_SKIP_${{:uid}};
+mul.lo.s32 a, {column}, {golden};
+shr.u32 t, a, 16;
+xor.b32 hf, a, t;
+shr.u32 t, {row_key}, 16;
+xor.b32 t, t, {row_key};
+xor.b32 hf, hf, t;
+mul.lo.s32 hf, hf, -2048144789;
+shr.u32 t, hf, 13;
+xor.b32 hf, hf, t;
+mul.lo.s32 hf, hf, -1028477387;
+shr.u32 t, hf, 16;
+xor.b32 hf, hf, t;
+add.s32 a, hf, 1258291200;
+fma.rn.f32 v, a, 0f2F800000, 0fBAFFFFFF;
+fma.rn.f32 t, v, 0f3EF6384F, 0f3F38AA3B;
+fma.rn.f32 t, v, t, 0f3FB8AA3B;
+mul.rn.f32 t, v, t;
+shr.u32 a, hf, 9;
+or.b32 a, a, 1065353216;
+sub.rn.f32 w, 0f40000000, a;
+add.rn.f32 w, w, 0fB3800000;
+lg2.approx.ftz.f32 w, w;
+xor.b32 w, w, -2147483648;
+setp.lt.u32 sm, hf, 8388608;
+selp.f32 e2, t, w, sm;
+lg2.approx.ftz.f32 e2, e2;
+xor.b32 e2, e2, -2147483648;
+fma.rn.f32 k, {logit}, {scale}, e2;
+{update}
+FILTER_SKIP_${{:uid}}:
+}}"""
+
+
+_FILTERED_FIRST_PTX = tl.constexpr(_filtered_update_ptx(True))
+_FILTERED_NEXT_PTX = tl.constexpr(_filtered_update_ptx(False))
+
+
+@triton.jit
+def lane_filtered_update(score, threshold, xf, idx, key, scale, best_val, best_idx, golden, FAST_LOG: tl.constexpr,
+                         FIRST: tl.constexpr):
+    """The tracked running maximum ``(best_val, best_idx)`` updated with the keys of the tokens
+    whose ``score`` (:func:`octave_score`) reaches ``threshold`` (:func:`lane_filter_threshold`);
+    the others' keys are below the block's best and may be left out. ``xf`` float32 logits,
+    ``idx`` int32 columns, ``key`` the uint32 row key (:func:`row_key`), ``scale`` float32
+    scalar, ``golden`` int32 ``0x9E3779B1`` as a value the compiler cannot fold. ``FIRST``: the
+    row's first block (``best_val`` all ``-inf``, ``best_idx == idx``). With ``FAST_LOG``
+    (CUDA) a warp computes its keys only where one of its lanes passes (inline PTX, a
+    warp-uniform branch); elsewhere every key is computed and those below the threshold masked
+    to ``-inf``. Either way the result is bit for bit the unfiltered update's."""
+    if FAST_LOG:
+        if FIRST:
+            return tl.inline_asm_elementwise(
+                _FILTERED_FIRST_PTX, "=r,r,r,r,r,r,r,r", [score, threshold, xf, idx, key, scale, golden],
+                dtype=tl.float32, is_pure=True, pack=1,
+            ), best_idx
+        else:
+            return tl.inline_asm_elementwise(
+                _FILTERED_NEXT_PTX, "=r,=r,r,r,r,r,r,r,r,r,r",
+                [score, threshold, xf, idx, key, scale, golden, best_val, best_idx],
+                dtype=(tl.float32, tl.int32), is_pure=True, pack=1,
+            )
+    else:
+        k = xf * scale + neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
+        k = tl.where(score >= threshold, k, float("-inf"))
+        upd = k > best_val
+        return tl.where(upd, k, best_val), tl.where(upd, idx, best_idx)
 
 
 @triton.jit

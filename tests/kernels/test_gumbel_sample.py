@@ -488,6 +488,120 @@ def test_block_skip_draws_what_the_full_loop_draws(device, dtype, small_blocks, 
         assert not logits[4, out[4]].isnan() and out[5].item() >= 200 and out[11].item() == 0
 
 
+def _window_edge_row(device, dtype, V, pos, span=16):
+    """(seed, logits row, winner) for one row whose winner lies just inside the lane filter's
+    window: token ``j`` has one leading zero and ``v`` near 1/2 (its key at the lower bound's
+    edge, ``c - 1``), token ``i`` a hash at the bottom of its octave (its key at the upper
+    bound's edge) and the logit that makes its key 0.05 above ``j``'s; every other token far
+    below. Then ``i``'s octave score is 1.3-1.479 / 32 below ``j``'s (asserted): a window narrower
+    than the bounds' 1.479 / 32 leaves the winner out. Both tokens lie in one ``span``-aligned
+    run of columns, so every chunk layout of the tests puts them in one program."""
+    from guarded_kernels.noise import noise_from_hash, token_hashes
+
+    seeds = torch.arange(1000, 3000, dtype=torch.int64)
+    tokens = torch.arange(V, dtype=torch.int64).repeat(len(seeds))
+    h = token_hashes(seeds.repeat_interleave(V).to(device), torch.full_like(tokens, pos).to(device),
+                     tokens.to(device)).cpu()
+    hu = (h.to(torch.int64) & 0xFFFFFFFF).view(len(seeds), V)
+    zeros = 32 - torch.floor(torch.log2(hu.double().clamp(min=1))).long() - 1  # leading zeros
+    top_of_c1 = (zeros == 1) & (hu >= 2**31 - 2**24)
+    bottom = (zeros >= 2) & (hu - (2 ** (31 - zeros)) < (2 ** (31 - zeros)) // 128)
+    scale = torch.tensor(1.4426950408889634, dtype=torch.float32).item()  # log2(e) / T, T = 1
+    for r in range(len(seeds)):
+        for j in top_of_c1[r].nonzero().flatten().tolist():
+            for i in bottom[r].nonzero().flatten().tolist():
+                if i // span != j // span:
+                    continue
+                n = noise_from_hash(h.view(len(seeds), V)[r, [i, j]].to(device)).cpu().double()
+                row = torch.full((V,), -30.0)
+                row[j] = 0.0
+                row[i] = (n[1].item() + 0.05 - n[0].item()) / scale
+                row = row.to(dtype)
+                x = row.double()
+                assert x[i] * scale + n[0] > x[j] * scale + n[1]
+                gap = (x[j] - x[i]).item() * scale + zeros[r, j].item() - zeros[r, i].item()
+                assert 1.3 < gap < 1.479, gap
+                return seeds[r].item(), row.to(device), i
+    raise AssertionError("no row with both tokens in 2,000 seeds")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_lane_filter_draws_what_the_unfiltered_blocks_draw(device, dtype, small_blocks, monkeypatch):
+    # The lane filter (sample.lane_filter, _filter_preloaded) computes the preloaded blocks' keys
+    # only for tokens whose score reaches the threshold: forced on and off, the tokens and the
+    # cache are the same, with chunks of one and two preloaded blocks and with a loop after them
+    # (the filter forced where the policy would not take it). Rows: plain random logits; a winner
+    # in the first and one in the second preloaded block; one in the loop after them; NaN, -inf
+    # and +inf entries (+inf where the hash has no leading zero too); a steep and a flat
+    # temperature and a negative one; logits near 1e7, where keys round to whole units and tie;
+    # a row of equal logits (the scores alone decide the window); greedy and padding rows; a row
+    # whose winner lies 1.3-1.48 / 32 below the threshold's score (_window_edge_row: a window of
+    # 1.25 / 32 instead of 1.5 / 32 fails this test); 25 more plain rows.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    T, V = 40, 96
+    logits, idx, temp, seed, pos = _inputs(device, T, V, dtype, seed0=11)
+    g = torch.Generator().manual_seed(6)
+    logits[1, 2] = 60.0
+    logits[2, 21] = 60.0
+    logits[3, 90] = 60.0
+    logits[4, ::5] = float("nan")
+    logits[5, :80] = float("-inf")
+    logits[6, 40] = float("inf")
+    logits[6, 41] = float("inf")
+    temp[7] = 0.05
+    temp[8] = 20.0
+    temp[9] = -1.0
+    if dtype == torch.float32:
+        logits[10] = 1e7 + torch.randint(0, 3, (V,), generator=g).float()
+    else:
+        logits[10] = (30000 + 256 * torch.randint(0, 3, (V,), generator=g)).to(dtype)
+    logits[11] = 1.0
+    temp[12] = 0.0
+    idx[13] = -1
+    seed[14], logits[14], edge_winner = _window_edge_row(device, dtype, V, pos[14].item())
+    temp[14] = 1.0
+    cache = torch.zeros(T, 1, V, dtype=dtype, device=device)
+    col = torch.tensor(0, device=device)
+    bits = torch.int16 if dtype == torch.bfloat16 else torch.int32
+    for block, splits in ((16, 6), (32, 2), (16, 3), (64, 2)):
+        small_blocks(block=block, splits=splits)
+        got = {}
+        for on in (True, False):
+            monkeypatch.setattr(sample_mod, "lane_filter", lambda chunk, blk, dt, dev, on=on: on)
+            cache.zero_()
+            got[on] = gumbel_sample(logits, idx, temp, seed, pos, logits_cache=cache, logits_cache_col=col)
+            rows = [r for r in range(T) if r != 13]
+            assert torch.equal(cache[rows, 0].view(bits), logits[rows].view(bits)), (block, splits, on)
+        assert torch.equal(got[True], got[False]), (block, splits, got[True], got[False])
+        out = got[True].cpu()
+        assert out[1].item() == 2 and out[2].item() == 21 and out[3].item() == 90 and out[6].item() in (40, 41)
+        assert not logits[4, out[4]].isnan() and out[5].item() >= 80 and out[13].item() == 0
+        assert out[14].item() == edge_winner
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the lane filter's inline PTX runs on CUDA only")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("T, V", [(8, 262144), (1, 151936), (5, 151936)])
+def test_lane_filter_on_the_gpu_draws_what_the_unfiltered_kernel_draws(device, dtype, T, V, monkeypatch):
+    # The shipped few-row launches (one and two preloaded blocks a program) with the filter's
+    # inline PTX against the same launch without it: 64 calls of different seeds and positions
+    # on random logits (random-normal x 2 at temperature 0.9, the benchmark's rows, and x 8 at
+    # temperature 0.3, peaked rows), every token equal.
+    import importlib
+
+    sample_mod = importlib.import_module("guarded_kernels.sample")
+    for scale_, t in ((2.0, 0.9), (8.0, 0.3)):
+        logits, idx, temp, seed, pos = _inputs(device, T, V, dtype, temperature=t, seed0=int(scale_))
+        logits = (logits.float() * (scale_ / 3)).to(dtype)
+        got = {}
+        for on in (True, False):
+            monkeypatch.setattr(sample_mod, "lane_filter", lambda chunk, blk, dt, dev, on=on: on)
+            got[on] = torch.stack([gumbel_sample(logits, idx, temp, seed + 7919 * i, pos + i) for i in range(64)])
+        assert torch.equal(got[True], got[False]), (got[True] != got[False]).nonzero()[:8]
+
+
 def test_block_skip_float16_with_a_cache_source(device, small_blocks, monkeypatch):
     # The skip with float16 logits and logits_cache_source (the skip test above covers neither):
     # skipped blocks still copy the source row to the cache, and the tokens match the full loop.
