@@ -127,7 +127,7 @@ def _table(sources: dict[str, str], tag: str):
         module = _load(sources[kind], f"_sass_{kind}_{tag}")
         fn = module._gumbel_sample_kernel if kind == "sample" else module._resample_kernel
         base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True,
-                     MERGE_SLOTS=False, SLOTS=1, PDL=0, SKIP=False, STAGES=1, FILTER=False)
+                     MERGE_SLOTS=False, SLOTS=1, PDL=0, SKIP=False, STAGES=1)
                 if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128, EVICT_LSE="",
                                               EVICT_DRAW="", PAIR_LSE=False, SKIP=False, STAGES=1))
         for label, dtype, consts, warps in configs:

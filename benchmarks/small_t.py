@@ -131,11 +131,7 @@ def variants() -> dict:
            "cfg2048x8w_bpp2": [cfg(2048, 8, 2)],
            # About two equal programs per SM at V = 151,936, T = 8 (33 chunks of 9 x 512 columns: 264
            # programs, run 19's candidate); the chunk is a loop of 9 blocks, not straight-line code.
-           "cfg512x4w_bpp9": [cfg(512, 4, 9)],
-           # Version 23's lane filter: off (the tree's kernel as before), and on without the
-           # 64-register cap (triton 3.9 allocates 69-73 registers for the two-block kernel).
-           "nofilter": [(B, "lane_filter", lambda chunk, block, dt, dev: False)],
-           "filter_nocap": [(B, "FILTER_MAX_REGISTERS", 255)]}
+           "cfg512x4w_bpp9": [cfg(512, 4, 9)]}
     return out
 
 

@@ -29,11 +29,7 @@ from guarded_kernels.noise import (
     VERIFY_STREAM,
     block_key_bound,
     interpreting,
-    lane_filter_lower,
-    lane_filter_threshold,
-    lane_filtered_update,
     neg_log2_exponential,
-    octave_score,
     pack_key_index,
     row_key,
     token_hash_finish,
@@ -195,74 +191,23 @@ def _lane_winner(logits_row_ptr, start, end, key, scale, best_val, FAST_LOG: tl.
 
 
 @triton.jit
-def _filter_preloaded(
-    x0, x1, source_row_ptr, cache_row_ptr, start, end, key, scale, best_val, best_idx,
-    HAS_CACHE: tl.constexpr, HAS_SOURCE: tl.constexpr, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr,
-    EARLY: tl.constexpr,
-):
-    """The tracked maximum over the ``EARLY`` (1 or 2) preloaded blocks with the lane filter
-    (benchmarks/NOTES.md, version 23): per token its hash up to fmix32's last xorshift and its
-    :func:`~guarded_kernels.noise.octave_score` (one multiply-add on the leading zeros); one
-    block maximum over the scores whose hash has a leading zero gives a threshold
-    (:func:`~guarded_kernels.noise.lane_filter_threshold`) below which a token's key cannot reach
-    the best key of these blocks; only tokens at or above it get their noise and key. On CUDA a
-    warp skips that arithmetic wherever none of its 32 lanes passes (about 3 tokens in 4,096 do
-    on random logits). The keys that are computed, the update order and hence the token are bit
-    for bit those of :func:`_sample_block`."""
-    lanes = tl.arange(0, BLOCK)
-    idx0 = start + lanes
-    _cache_block(x0, source_row_ptr, cache_row_ptr, idx0, end, True, HAS_CACHE, HAS_SOURCE)
-    xf0 = x0.to(tl.float32)
-    h0 = token_hash_unfinished(key, token_product(idx0))
-    s0 = octave_score(xf0, scale, h0, FAST_LOG)
-    lower = lane_filter_lower(s0, h0)
-    idx1 = idx0 + BLOCK
-    xf1 = xf0
-    s1 = s0
-    if EARLY >= 2:
-        _cache_block(x1, source_row_ptr, cache_row_ptr, idx1, end, True, HAS_CACHE, HAS_SOURCE)
-        xf1 = x1.to(tl.float32)
-        h1 = token_hash_unfinished(key, token_product(idx1))
-        s1 = octave_score(xf1, scale, h1, FAST_LOG)
-        lower = tl.maximum(lower, lane_filter_lower(s1, h1))
-    threshold = lane_filter_threshold(tl.max(lower, 0))
-    # The token multiplier as a value the compiler cannot fold (end < 2**31, so end >> 31 is 0):
-    # the filtered update recomputes a passing token's hash, and a literal multiplier would let
-    # ptxas reuse the products above, holding a register per element across the block maximum.
-    golden = (end >> 31) | -1640531535  # 0x9E3779B1 as int32
-    best_val, best_idx = lane_filtered_update(s0, threshold, xf0, idx0, key, scale, best_val, best_idx, golden,
-                                              FAST_LOG, True)
-    if EARLY >= 2:
-        best_val, best_idx = lane_filtered_update(s1, threshold, xf1, idx1, key, scale, best_val, best_idx, golden,
-                                                  FAST_LOG, False)
-    return best_val, best_idx
-
-
-@triton.jit
 def _walk_chunk(
     logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
     GREEDY: tl.constexpr, HAS_CACHE: tl.constexpr, HAS_SOURCE: tl.constexpr, USE_FP64: tl.constexpr,
     FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr, BLOCK: tl.constexpr, LANE_MAX: tl.constexpr,
-    EARLY: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1, FILTER: tl.constexpr = False,
+    EARLY: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1,
 ):
     """Columns ``[start, end)`` of one row, BLOCK at a time: the per-lane running maximum. The first
     ``EARLY`` (0, 1 or 2) blocks arrive already loaded as ``x0`` / ``x1`` (masked to ``end``, ``-inf``
     beyond it: such lanes never update a maximum). ``SKIP`` (sampled ``LANE_MAX`` rows, float32 keys,
-    without ``PREFETCH``) skips the noise of blocks that cannot hold the chunk's maximum; ``FILTER``
-    (sampled tracked rows, float32 keys, ``EARLY >= 1``) computes the preloaded blocks' keys only
-    for tokens that may reach their best (:func:`_filter_preloaded`)."""
+    without ``PREFETCH``) skips the noise of blocks that cannot hold the chunk's maximum."""
     lanes = tl.arange(0, BLOCK)
-    if FILTER:
-        best_val, best_idx = _filter_preloaded(
-            x0, x1, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx,
-            HAS_CACHE, HAS_SOURCE, FAST_LOG, BLOCK, EARLY,
-        )
-    elif EARLY >= 1:
+    if EARLY >= 1:
         best_val, best_idx = _sample_block(
             x0, source_row_ptr, cache_row_ptr, start + lanes, token_product(start + lanes), end, key, scale_f,
             best_val, best_idx, GREEDY, True, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, LANE_MAX,
         )
-    if EARLY >= 2 and not FILTER:
+    if EARLY >= 2:
         second = start + BLOCK + lanes
         best_val, best_idx = _sample_block(
             x1, source_row_ptr, cache_row_ptr, second, token_product(second), end, key, scale_f,
@@ -398,8 +343,6 @@ def _gumbel_sample_kernel(
     # Software pipelining of the sampled main loop's loads (tl.range num_stages; 1: none; see
     # loop_stages)
     STAGES: tl.constexpr = 1,
-    # The lane filter of the preloaded blocks of sampled tracked rows (see lane_filter)
-    FILTER: tl.constexpr = False,
 ):
     if PDL >= 1:
         # Every load below may read what the previous kernel in the stream wrote (the logits, the
@@ -482,7 +425,6 @@ def _gumbel_sample_kernel(
             best_val, best_idx = _walk_chunk(
                 logits_row_ptr, source_row_ptr, cache_row_ptr, start, end, key, scale_f, best_val, best_idx, x0, x1,
                 False, HAS_CACHE, HAS_SOURCE, USE_FP64, FAST_LOG, PREFETCH, BLOCK, LANE_MAX, EARLY, SKIP, STAGES,
-                FILTER,
             )
             if not LANE_MAX:
                 m, win, nan_won = _row_winner(best_val, best_idx)
@@ -673,19 +615,6 @@ def loop_stages(dtype: torch.dtype, device: torch.device, skip: bool) -> int:
     lost up to 33% in run 32); 1 otherwise (the loop without the skip measured -2.5% to +8.1%
     with 3, run 33). Benchmarks may replace it."""
     return SKIP_STAGES if skip else 1
-
-
-def lane_filter(chunk: int, block: int, dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether sampled rows whose whole chunk is preloaded (one or two blocks of at most 2,048
-    columns: the few-row launches below 64 rows) use the lane filter (:func:`_filter_preloaded`): on a GPU, where the
-    fast logarithm's inline PTX lets a warp jump over the keys none of its lanes needs. The draws
-    are bit for bit the same either way (benchmarks/NOTES.md, version 23). The launcher asks only
-    for tracked float32 keys (not ``use_fp64``, not :func:`lane_max`). Benchmarks and tests may
-    replace it."""
-    return device.type == "cuda" and chunk <= 2 * block and block <= 2048
-
-
-FILTER_MAX_REGISTERS = 64
 
 
 def early_blocks(chunk: int, block: int, dtype: torch.dtype) -> int:
@@ -886,14 +815,6 @@ def gumbel_sample(
     skip = keep_lane_max and not prefetch and block_skip(chunk, block, logits.dtype, device)
     if pdl:
         extra.update(PDL=pdl, launch_pdl=True)
-    early = early_blocks(chunk, block, logits.dtype)
-    cap = _register_cap(logits.dtype, device)
-    if early >= 1 and not use_fp64 and not keep_lane_max and lane_filter(chunk, block, logits.dtype, device):
-        extra.update(FILTER=True)
-        if device.type == "cuda" and not cap:
-            # Four 256-thread programs per multiprocessor (the few-row grids' wave): triton 3.9
-            # allocates 69-73 registers for the filtered two-block kernel, 64 without spills.
-            cap = {"maxnreg": FILTER_MAX_REGISTERS}
     _gumbel_sample_kernel[(num_rows, splits)](
         logits,
         logits.stride(0),
@@ -932,10 +853,10 @@ def gumbel_sample(
         LANE_MAX=keep_lane_max,
         SKIP=skip,
         STAGES=loop_stages(logits.dtype, device, skip) if device.type == "cuda" else 1,
-        EARLY=early,
+        EARLY=early_blocks(chunk, block, logits.dtype),
         BLOCK=block,
         num_warps=warps,
-        **cap,
+        **_register_cap(logits.dtype, device),
         **extra,
     )
     return out
