@@ -61,7 +61,8 @@ CONFIGS = {
     # The one launch (version 20, exchange_config): 1,024 / 4 warps, one row at a time, evict_first
     # on the draw; float32 with the log form (64-255 requests) and p - q (from 256).
     + [(f"{dt[1:]} phase 4{' p-q' if form == 2 and dt == '*fp32' else ''}", dt,
-        dict(PHASE=4, PREFETCH=False, RESIDUAL_FORM=form, BLOCK=1024, EVICT_DRAW="evict_first", LSE_UNROLL=2), 4)
+        dict(PHASE=4, PREFETCH=False, RESIDUAL_FORM=form, BLOCK=1024, EVICT_DRAW="evict_first", LSE_UNROLL=2,
+             LEAN_DRAW=dt == "*bf16"), 4)
        for dt in ("*fp32", "*bf16") for form in ((1, 2) if dt == "*fp32" else (2,))]
     # The draw's block skip (version 22) on the one launch and on the two launches' draw.
     + [(f"{dt[1:]} phase {ph} skip", dt, dict(PHASE=ph, PREFETCH=False, RESIDUAL_FORM=2, BLOCK=bw[0],
@@ -129,7 +130,8 @@ def _table(sources: dict[str, str], tag: str):
         base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True,
                      MERGE_SLOTS=False, SLOTS=1, PDL=0, SKIP=False, STAGES=1)
                 if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128, EVICT_LSE="",
-                                              EVICT_DRAW="", PAIR_LSE=False, SKIP=False, STAGES=1, LSE_UNROLL=1))
+                                              EVICT_DRAW="", PAIR_LSE=False, SKIP=False, STAGES=1, LSE_UNROLL=1,
+                                              LEAN_DRAW=False))
         for label, dtype, consts, warps in configs:
             try:
                 rows[(kind, label)] = _measure(fn, dtype, {**base, **consts}, warps)

@@ -46,6 +46,7 @@ from guarded_kernels.noise import (
     ordered_key,
     row_key,
     token_hash,
+    token_hash_of_product,
     token_hash_unfinished,
     token_product,
     unpack_index,
@@ -92,11 +93,26 @@ def _residual_keys(
     """One loaded block of the resampled row (target ``x``, draft ``dl``, read only with
     RESIDUAL): the residual's (or p's) Gumbel-max key, or the greedy key; running maximum.
     RESIDUAL: 0 a draw from p, 1 the residual in the stable log form, 2 the residual as p - q."""
+    return _residual_keys_of_product(
+        x, dl, idx, token_product(idx), key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL,
+        FAST_LOG,
+    )
+
+
+@triton.jit
+def _residual_keys_of_product(
+    x, dl, idx, idx_g, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
+    GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, LEAN: tl.constexpr = False,
+):
+    """:func:`_residual_keys` with the columns' ``token_product`` ``idx_g`` given: a loop may carry
+    it and step it by ``BLOCK * 0x9E3779B1`` (one add per element instead of an add and a
+    multiply; benchmarks/NOTES.md, versions 11 and 25). LEAN: the ``p - q`` key without its
+    select (the same running maximum; version 25)."""
     x = x.to(tl.float32)
     if GREEDY:
         new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
     else:
-        noise = neg_log2_exponential(token_hash(key, idx), FAST_LOG, False)
+        noise = neg_log2_exponential(token_hash_of_product(key, idx_g), FAST_LOG, False)
         if RESIDUAL == 2:
             # p_i and q_i themselves, each log-sum-exp subtracted before its exponential (no
             # overflow), and the residual weight p_i - q_i: about 8 instructions per element
@@ -107,7 +123,12 @@ def _residual_keys(
             # (such a token's residual weight is lost; the log form and the float64 path keep it).
             p = tl.exp2(x * scale - lse_t)
             q = tl.exp2(dl.to(tl.float32) * scale - lse_d)
-            k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
+            if LEAN:
+                # Where p <= q, log2(p - q) is -inf or NaN, which the update below leaves out as it
+                # leaves out -inf (NaN compares false): the select is not needed (version 25).
+                k = _log2_f32(p - q, FAST_LOG) + noise
+            else:
+                k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
         elif RESIDUAL == 1:
             lp = x * scale - lse_t
             lq = dl.to(tl.float32) * scale - lse_d
@@ -173,6 +194,7 @@ def _draw_chunk(
     target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected, best_val,
     best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr,
     BLOCK: tl.constexpr, EVICT: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1,
+    CARRY: tl.constexpr = False,
 ):
     """Columns ``[start, end)`` of the resampled row, BLOCK at a time. Greedy, residual and p
     draws are separate copies of the loop (constexpr flags): runtime branches inside one loop
@@ -181,7 +203,9 @@ def _draw_chunk(
     this block is computed (at the end the last block is loaded again: in bounds, unused). EVICT is
     the loads' L2 eviction policy ("" the default). SKIP (sampled draws without PREFETCH) skips
     the blocks below ``V_d`` that cannot hold the chunk's maximum (:func:`_skip_draw_blocks`), their
-    target loads pipelined STAGES deep."""
+    target loads pipelined STAGES deep. CARRY: the residual loop without PREFETCH carries the
+    columns' token product and drops the ``p - q`` key's select (:func:`_residual_keys_of_product`);
+    only the one launch's 16-bit ``p - q`` draw takes it (:func:`lean_draw`)."""
     lanes = tl.arange(0, BLOCK)
     full_end = start + ((end - start) // BLOCK) * BLOCK
     if RESIDUAL:
@@ -209,6 +233,17 @@ def _draw_chunk(
                         x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
                         GREEDY, RESIDUAL, FAST_LOG,
                     )
+        elif CARRY:
+            # The token product carried, as in guarded_kernels.sample's loop (one add per element).
+            idx_g = token_product(start + lanes)
+            for off in range(start, d_end, BLOCK):
+                idx = off + lanes
+                best_val, best_idx = _residual_keys_of_product(
+                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
+                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, idx_g, key, scale, lse_t, lse_d,
+                    rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG, True,
+                )
+                idx_g += (BLOCK * 0x9E3779B1) % 4294967296
         else:
             for off in range(start, d_end, BLOCK):
                 idx = off + lanes
@@ -494,6 +529,8 @@ def _resample_kernel(
     STAGES: tl.constexpr = 1,
     # PHASE 4: the log-sum-exp loop unrolled by this factor (lse_unroll)
     LSE_UNROLL: tl.constexpr = 1,
+    # The residual draw's carried token product and select-free p - q key (lean_draw)
+    LEAN_DRAW: tl.constexpr = False,
 ):
     if PHASE == 4:
         # Chunks are handed out by a ticket counter (the word after the last request's counter),
@@ -631,6 +668,7 @@ def _resample_kernel(
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
                 best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW, SKIP, STAGES,
+                LEAN_DRAW,
             )
         else:
             best_val, best_idx = _draw_chunk(
@@ -716,6 +754,16 @@ def lse_unroll(dtype: torch.dtype, device: torch.device) -> int:
     tokens are the same (each lane sums its blocks in the same order). Benchmarks may replace
     it."""
     return 2 if device.type == "cuda" else 1
+
+
+def lean_draw(dtype: torch.dtype, device: torch.device, residual_form: int) -> bool:
+    """Whether the one launch's residual draw carries the token product across its loop and
+    computes the ``p - q`` key without its select (``_draw_chunk``'s CARRY; the tokens are the
+    same): for 16-bit logits with the ``p - q`` form on a GPU. Measured on an H200
+    (benchmarks/NOTES.md, version 25, run 44, two interleaved passes): bfloat16 T = 256 -3.4% /
+    -5.4% (V = 151,936 / 262,144), T = 64 -2.3% / -3.7%; float32 (the same change) +6% to +23% at
+    T >= 256, so not there. Benchmarks and tests may replace it."""
+    return device.type == "cuda" and dtype.itemsize <= 2 and residual_form == 2
 
 
 def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
@@ -954,7 +1002,8 @@ def resample(
     if use_fp64:
         _resample_kernel[grid](*args, PHASE=3, **meta)
     elif exchange is not None:
-        _resample_kernel[grid](*args, PHASE=4, LSE_UNROLL=lse_unroll(target_logits.dtype, device), **meta)
+        _resample_kernel[grid](*args, PHASE=4, LSE_UNROLL=lse_unroll(target_logits.dtype, device),
+                               LEAN_DRAW=lean_draw(target_logits.dtype, device, meta["RESIDUAL_FORM"]), **meta)
     elif splits > 1:
         if has_draft:
             _resample_kernel[grid](*args, PHASE=0, **meta)

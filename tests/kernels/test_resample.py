@@ -485,7 +485,7 @@ def test_exchange_path_draws_the_two_launch_tokens(device, vd, small_blocks, mon
     # as the two launches at the same BLOCK and programs per request, so its tokens are the same
     # token for token: residual (both forms), bonus, greedy and one-hot rows, a draft vocabulary
     # ending inside a chunk (37) and at the row's end (61), the log-sum-exp loop rolled and
-    # unrolled. The interpreter runs the exchange
+    # unrolled, the lean draw on and off. The interpreter runs the exchange
     # with one program per request (it runs programs one after another), so there the reference
     # is the one-program launch; on a GPU three programs per request exchange.
     Q, S, V, W = 40, 2, 61, 64
@@ -501,11 +501,13 @@ def test_exchange_path_draws_the_two_launch_tokens(device, vd, small_blocks, mon
             small_blocks(block=8, splits=3, exchange=True)
             # The log-sum-exp loop rolled and unrolled by two (resample.lse_unroll): each lane sums
             # its blocks in the same order either way. Chunks of 3 and 7 full blocks leave the
-            # unrolled loop an odd block to run alone.
-            for unroll in (1, 2):
+            # unrolled loop an odd block to run alone. With lean_draw the draw carries the token
+            # product and its p - q key has no select (NaN / -inf keys where p <= q never update).
+            for unroll, lean in ((1, False), (2, False), (2, True)):
                 monkeypatch.setattr(resample_mod, "lse_unroll", lambda dtype, dev, unroll=unroll: unroll)
+                monkeypatch.setattr(resample_mod, "lean_draw", lambda dtype, dev, form, lean=lean: lean)
                 got = resample(*call, draft_vocab_size=vd if drafts is not None else None)
-                assert torch.equal(got, want), (form, drafts is None, unroll)
+                assert torch.equal(got, want), (form, drafts is None, unroll, lean)
             assert want.unique().numel() > 10  # varied tokens, not a constant
 
 
@@ -589,6 +591,17 @@ def test_draw_skip_policy(monkeypatch):
     block, _, splits = resample_mod.launch_config(1024, 151_936, torch.bfloat16, cuda)
     assert resample_mod.draw_skip(1024, triton.cdiv(151_936, splits), block, torch.bfloat16, cuda, False)
     assert resample_mod.draw_stages(torch.bfloat16, cuda) == 4
+
+
+def test_one_launch_loop_policies():
+    # benchmarks/NOTES.md, versions 24 and 25 (runs 43 and 44): the one launch unrolls its
+    # log-sum-exp loop by two on a GPU for every dtype; the lean draw (carried token product,
+    # select-free p - q key) only for 16-bit logits with the p - q form (float32 lost 6-23%).
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        assert resample_mod.lse_unroll(dtype, cuda) == 2 and resample_mod.lse_unroll(dtype, cpu) == 1
+        assert resample_mod.lean_draw(dtype, cuda, 2) is (dtype != torch.float32)
+        assert resample_mod.lean_draw(dtype, cuda, 1) is False and resample_mod.lean_draw(dtype, cpu, 2) is False
 
 
 def test_exchange_configuration_fields_and_defaults():
