@@ -107,7 +107,7 @@ def _residual_keys_of_product(
     """:func:`_residual_keys` with the columns' ``token_product`` ``idx_g`` given: a loop may carry
     it and step it by ``BLOCK * 0x9E3779B1`` (one add per element instead of an add and a
     multiply; benchmarks/NOTES.md, versions 11 and 25). LEAN: the ``p - q`` key without its
-    select (the same running maximum; version 25)."""
+    select (the same running maximum; version 25); it changes nothing in the other forms."""
     x = x.to(tl.float32)
     if GREEDY:
         new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
@@ -125,7 +125,9 @@ def _residual_keys_of_product(
             q = tl.exp2(dl.to(tl.float32) * scale - lse_d)
             if LEAN:
                 # Where p <= q, log2(p - q) is -inf or NaN, which the update below leaves out as it
-                # leaves out -inf (NaN compares false): the select is not needed (version 25).
+                # leaves out -inf (NaN compares false): the select is not needed (version 25). This
+                # rests on that update staying a strict ordered `k > best_val` (not >=, not a
+                # maximum): best_val then never holds a NaN and stays -inf for a row without mass.
                 k = _log2_f32(p - q, FAST_LOG) + noise
             else:
                 k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
