@@ -88,8 +88,13 @@ def _measure(fn, dtype: str, consts: dict, warps: int):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    # A constexpr the revision's kernel does not have (added later) is left out.
+    # A constexpr the revision's kernel does not have (added later) is left out; one the table
+    # does not name takes its default (else it would compile as a runtime argument: both
+    # branches of every `if` on it, another kernel than any launch builds).
     consts = {k: v for k, v in consts.items() if k in fn.arg_names}
+    for param in fn.params:
+        if param.is_constexpr and param.has_default and param.name not in consts:
+            consts[param.name] = param.default
     signature = {}
     for arg in fn.arg_names:
         if arg in consts:
