@@ -278,6 +278,13 @@ def block_key_bound(xf, scale, h, FAST_LOG: tl.constexpr):
     float32 ``x`` and its error, at most 2**-17, stays inside the noise bound's 2**-8 margin. NaN
     logits are ignored by the maximum, as their keys never win."""
     b = tl.max(xf * (scale * 0.03125) + noise_octave(h, FAST_LOG), 0) * 32.0 + (NOISE_BOUND_OFFSET - 32.0)
+    return with_rounding_slack(b)
+
+
+@triton.jit
+def with_rounding_slack(b):
+    """``b + |b| * 2**-20``: a float32 bound raised past the rounding of the expressions it bounds
+    (a few roundings of 2**-24 relative each; :func:`block_key_bound`)."""
     return b + tl.abs(b) * 9.5367431640625e-07
 
 

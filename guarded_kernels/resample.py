@@ -51,6 +51,7 @@ from guarded_kernels.noise import (
     token_product,
     unpack_index,
     use_fast_log,
+    with_rounding_slack,
 )
 from guarded_kernels.sample import (
     _FLOATS,
@@ -172,7 +173,7 @@ def _skip_draw_blocks(
         bound = block_key_bound(x.to(tl.float32), scale, h, FAST_LOG) - lse_t
         # The subtraction rounds at the key's magnitude, which block_key_bound's slack (relative
         # to the bound before it) does not cover when |lse_t| is large: the same slack again.
-        bound += tl.abs(bound) * 9.5367431640625e-07
+        bound = with_rounding_slack(bound)
         if RESIDUAL == 2:
             # p = 2**(x * scale - lse_t) below 2**-126 is subnormal where exp2 and log2 keep
             # subnormals (the CPU interpreter): rounded to a multiple of 2**-149, log2(p - q) may
@@ -235,25 +236,22 @@ def _draw_chunk(
                         x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
                         GREEDY, RESIDUAL, FAST_LOG,
                     )
-        elif CARRY:
-            # The token product carried, as in guarded_kernels.sample's loop (one add per element).
+        else:
+            # With CARRY the token product is carried, as in guarded_kernels.sample's loop (one add
+            # per element); without it each block multiplies (fewer registers there).
             idx_g = token_product(start + lanes)
             for off in range(start, d_end, BLOCK):
                 idx = off + lanes
+                if CARRY:
+                    g = idx_g
+                else:
+                    g = token_product(idx)
                 best_val, best_idx = _residual_keys_of_product(
                     tl.load(target_row_ptr + idx, eviction_policy=EVICT),
-                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, idx_g, key, scale, lse_t, lse_d,
-                    rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG, True,
+                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, g, key, scale, lse_t, lse_d,
+                    rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG, CARRY,
                 )
                 idx_g += (BLOCK * 0x9E3779B1) % 4294967296
-        else:
-            for off in range(start, d_end, BLOCK):
-                idx = off + lanes
-                best_val, best_idx = _residual_keys(
-                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
-                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, key, scale, lse_t, lse_d,
-                    rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
-                )
     else:
         if PREFETCH:
             if full_end > start:
@@ -311,16 +309,10 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
     full_end = start + tl.maximum(end - start, 0) // BLOCK * BLOCK
     if full_end > start:
         x_next = tl.load(row_ptr + start + lanes, eviction_policy=EVICT)
-        if UNROLL > 1:
-            for off in tl.range(start, full_end, BLOCK, loop_unroll_factor=UNROLL):
-                x = x_next
-                x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes, eviction_policy=EVICT)
-                m, s = _lse2_block(x, scale, m, s)
-        else:
-            for off in range(start, full_end, BLOCK):
-                x = x_next
-                x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes, eviction_policy=EVICT)
-                m, s = _lse2_block(x, scale, m, s)
+        for off in tl.range(start, full_end, BLOCK, loop_unroll_factor=UNROLL):
+            x = x_next
+            x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes, eviction_policy=EVICT)
+            m, s = _lse2_block(x, scale, m, s)
     if full_end < end:
         tail = full_end + lanes
         m, s = _lse2_block(
