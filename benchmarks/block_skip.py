@@ -24,7 +24,6 @@ Usage: ``PYTHONPATH=. python benchmarks/block_skip.py --out FILE.json [--passes 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -90,15 +89,9 @@ def _tokens(T: int, V: int, dname: str, label: str) -> torch.Tensor:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--cases", nargs="*", help="DTYPE:T:V (default: both dtypes, T 64 / 256 / 1024, three V)")
-    ap.add_argument("--configs", nargs="*", choices=CONFIGS + RESAMPLE_CONFIGS, help="default: CONFIGS")
-    args = ap.parse_args()
-    cases = bench.parse_cases(args.cases) if args.cases else CASES
-    bw = bench.copy_bandwidth()
-    meta = bench.run_meta(bw)
+    args = bench.sweep_arguments(2, "DTYPE:T:V (default: both dtypes, T 64 / 256 / 1024, three V)",
+                                 "default: CONFIGS", CONFIGS + RESAMPLE_CONFIGS)
+    cases, bw, meta = bench.sweep_start(args.cases, CASES)
     rows = []
     for p in range(args.passes):
         for dname, T, V in cases:

@@ -18,7 +18,6 @@ log-sum-exp pass, then optionally ``skipN`` for the draw's block skip with N pip
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -80,15 +79,9 @@ def _tokens_equal(T: int, V: int, dname: str, cfg) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--passes", type=int, default=1)
-    ap.add_argument("--cases", nargs="*", help="DTYPE:T:V (default: both dtypes, T 256 / 1024, both V)")
-    ap.add_argument("--configs", nargs="*", help="BLOCKxWARPS:COLUMNS[:EVICT][:single] (default: the sweep)")
-    args = ap.parse_args()
-    cases = bench.parse_cases(args.cases) if args.cases else CASES
-    bw = bench.copy_bandwidth()
-    meta = bench.run_meta(bw)
+    args = bench.sweep_arguments(1, "DTYPE:T:V (default: both dtypes, T 256 / 1024, both V)",
+                                 "BLOCKxWARPS:COLUMNS[:EVICT][:single] (default: the sweep)")
+    cases, bw, meta = bench.sweep_start(args.cases, CASES)
     rows = []
     for p in range(args.passes):
         for dname, T, V in cases:

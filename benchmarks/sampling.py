@@ -122,6 +122,26 @@ def run_meta(bw: float) -> dict:
     return meta
 
 
+def sweep_arguments(passes: int, cases_help: str, configs_help: str, configs=None) -> argparse.Namespace:
+    """The command line a configuration sweep (block_skip.py, resample_exchange.py) parses:
+    ``--out FILE``, ``--passes`` (default ``passes``), ``--cases DTYPE:T:V ..`` and ``--configs ..``
+    (limited to ``configs`` when given)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--passes", type=int, default=passes)
+    ap.add_argument("--cases", nargs="*", help=cases_help)
+    ap.add_argument("--configs", nargs="*", choices=configs, help=configs_help)
+    return ap.parse_args()
+
+
+def sweep_start(case_texts, default_cases) -> tuple[list, float, dict]:
+    """(cases, copy bandwidth in bytes per second, results header) of a sweep: ``--cases`` parsed
+    (:func:`parse_cases`), or ``default_cases``; the bandwidth measured, the header printed."""
+    cases = parse_cases(case_texts) if case_texts else default_cases
+    bw = copy_bandwidth()
+    return cases, bw, run_meta(bw)
+
+
 def _buffers(T: int, V: int, elt: int, per_call_rows: int) -> int:
     # Rotate over enough input sets that together they exceed the L2 (60 MB) several times.
     one = per_call_rows * V * elt
