@@ -62,7 +62,7 @@ CONFIGS = {
     # on the draw; float32 with the log form (64-255 requests) and p - q (from 256).
     + [(f"{dt[1:]} phase 4{' p-q' if form == 2 and dt == '*fp32' else ''}", dt,
         dict(PHASE=4, PREFETCH=False, RESIDUAL_FORM=form, BLOCK=1024, EVICT_DRAW="evict_first", LSE_UNROLL=2,
-             LEAN_DRAW=dt == "*bf16"), 4)
+             LEAN_DRAW=dt == "*bf16", RACE_DRAW=dt == "*bf16", LSE_STAGES=5 if dt == "*bf16" else 1), 4)
        for dt in ("*fp32", "*bf16") for form in ((1, 2) if dt == "*fp32" else (2,))]
     # The draw's block skip (version 22) on the one launch and on the two launches' draw.
     + [(f"{dt[1:]} phase {ph} skip", dt, dict(PHASE=ph, PREFETCH=False, RESIDUAL_FORM=2, BLOCK=bw[0],

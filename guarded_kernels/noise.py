@@ -194,6 +194,30 @@ def _log2_f32(x, FAST_LOG: tl.constexpr):
 
 
 @triton.jit
+def log2e_exponential(h, FAST_LOG: tl.constexpr):
+    """``E * log2(e) = -log2(1 - v)``, ``v = (h + 1/2) / 2**32``, for ``h`` a uint32 block: float32,
+    in ``[~1.7e-10, 24]`` and never 0, the bits whose ``-log2`` :func:`neg_log2_exponential` returns
+    (the same instructions). For the exponential race ``argmax_i r_i / E_i``, the Gumbel-max draw
+    without its logarithms (``guarded_kernels.resample``'s lean draw)."""
+    # No int->float conversion instructions: they issue at a quarter of the full rate on
+    # Hopper, like the logarithms, and were the bottleneck (benchmarks/NOTES.md, run 2).
+    small = h < 8388608
+    # h < 2**23: the float with bits 0x4B000000 + h is exactly 2**23 + h, so one FMA gives
+    # v = (2**23 + h) * 2**-32 + (2**-33 - 2**-9) = (h + 1/2) * 2**-32 exactly (2h + 1 < 2**24).
+    # (An add, not an or: the same bits here, and it can issue on the multiply-add pipe; for
+    # h >= 2**23 the value is discarded by the select below.)
+    v = (h + 0x4B000000).to(tl.float32, bitcast=True) * 2.3283064365386963e-10 - 0.0019531248835846782
+    # -log2(1 - v) = log2(e) * (v + v^2/2 + v^3/3 + ...), three terms below 2**-9.
+    series = v * (1.4426950408889634 + v * (0.7213475204444817 + v * 0.48089834696298783))
+    # Elsewhere 1 - v from the top 23 bits m of h: x = 1 + m * 2**-23 (bits 0x3F800000 + (h >> 9),
+    # one shift-add), 2 - x = 1 - m * 2**-23 exactly (Sterbenz: x is in [1, 2)), less 2**-24
+    # (exact: a multiple of 2**-24 in (0, 1)): within 2**-24 of 1 - v and never 0. Two float
+    # adds instead of a NOT on the integer pipe, which is the busiest (benchmarks/NOTES.md).
+    w = (2.0 - ((h >> 9) + 0x3F800000).to(tl.float32, bitcast=True)) - 5.9604644775390625e-08
+    return tl.where(small, series, -_log2_f32(w, FAST_LOG))
+
+
+@triton.jit
 def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
     """``-log2(E * log2(e))`` for the Exp(1) variate ``E = -ln(1 - v)``, ``v = (h + 1/2) / 2**32``.
 
@@ -208,23 +232,7 @@ def neg_log2_exponential(h, FAST_LOG: tl.constexpr, USE_FP64: tl.constexpr):
         e2 = tl.where(v < 0.0009765625, series * 1.4426950408889634, -tl.log2(w))
         return -tl.log2(e2)
     else:
-        # No int->float conversion instructions: they issue at a quarter of the full rate on
-        # Hopper, like the logarithms, and were the bottleneck (benchmarks/NOTES.md, run 2).
-        small = h < 8388608
-        # h < 2**23: the float with bits 0x4B000000 + h is exactly 2**23 + h, so one FMA gives
-        # v = (2**23 + h) * 2**-32 + (2**-33 - 2**-9) = (h + 1/2) * 2**-32 exactly (2h + 1 < 2**24).
-        # (An add, not an or: the same bits here, and it can issue on the multiply-add pipe; for
-        # h >= 2**23 the value is discarded by the select below.)
-        v = (h + 0x4B000000).to(tl.float32, bitcast=True) * 2.3283064365386963e-10 - 0.0019531248835846782
-        # -log2(1 - v) = log2(e) * (v + v^2/2 + v^3/3 + ...), three terms below 2**-9.
-        series = v * (1.4426950408889634 + v * (0.7213475204444817 + v * 0.48089834696298783))
-        # Elsewhere 1 - v from the top 23 bits m of h: x = 1 + m * 2**-23 (bits 0x3F800000 + (h >> 9),
-        # one shift-add), 2 - x = 1 - m * 2**-23 exactly (Sterbenz: x is in [1, 2)), less 2**-24
-        # (exact: a multiple of 2**-24 in (0, 1)): within 2**-24 of 1 - v and never 0. Two float
-        # adds instead of a NOT on the integer pipe, which is the busiest (benchmarks/NOTES.md).
-        w = (2.0 - ((h >> 9) + 0x3F800000).to(tl.float32, bitcast=True)) - 5.9604644775390625e-08
-        e2 = tl.where(small, series, -_log2_f32(w, FAST_LOG))
-        return -_log2_f32(e2, FAST_LOG)
+        return -_log2_f32(log2e_exponential(h, FAST_LOG), FAST_LOG)
 
 
 # -log2(E * log2(e)) <= -log2(v) - log2(log2(e)) since E = -ln(1 - v) >= v; the last term is

@@ -17,14 +17,20 @@ stable form of ``log(p_i - q_i)``, in float64 and for float32 logits below 256 r
 the float32 draw forms ``r_i = p_i - q_i`` with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and
 ``q_i`` alike (each exponent rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative
 error, as the log form does; probabilities below 2**-126 flush to zero), half the instructions
-(:func:`residual_form`). The noise is the verification stream of
+(:func:`residual_form`). The 16-bit one launch runs the ``p - q`` draw as an exponential race,
+``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same noise's exponential variate (the
+same argmax as ``log2 r_i - log2 E_i``; Gumbel-max's exponential form, e.g. Huijben et al.,
+*A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI 2022), its logarithm taken
+once per lane (:func:`race_draw`). The noise is the verification stream of
 :mod:`guarded_kernels.noise` keyed by ``(seed[slot], pos[row])``, the same noise
 :func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
 kernel: with several programs per request, either one launch in which the programs of a
 request exchange their partial (max, sum) pairs and each draws from the chunk it just reduced,
 whose bytes are mostly still in L2 (:func:`exchange_config`: from 64 requests on a GPU, where
 measured faster), or a first launch writes the pairs and the second merges them and draws,
-reading each row again; with one program per request both passes run in one launch. ``use_fp64``
+reading each row again; with one program per request both passes run in one launch. Every
+log-sum-exp pass reduces 16-byte rows (a row's maximum first, one rescale per row:
+:func:`_lse2_rows`). ``use_fp64``
 runs a separate float64 branch (``PHASE == 3``, one program per request); the float32 phases are
 the GPU-tuned path. A rejected row whose residual has no mass (p == q)
 falls back to a draw from p, decided once per request after the maximum is known.
@@ -42,6 +48,7 @@ from guarded_kernels._workspace import row_scratch, sm_count
 from guarded_kernels.noise import (
     _log2_f32,
     block_key_bound,
+    log2e_exponential,
     neg_log2_exponential,
     ordered_key,
     row_key,
@@ -72,18 +79,6 @@ from stridecheck import Tensor, stride_guard
 # instructions per element fewer than starting at -inf and selecting). A chunk with no finite
 # logit keeps it, with a sum of 0: its log-sum-exp is still -inf.
 _LSE_START = tl.constexpr(-3.4028234663852886e38)
-
-
-@triton.jit
-def _lse2_block(x, scale, m, s):
-    x = x.to(tl.float32) * scale
-    # Online log-sum-exp with one exp2 per element: of 2**(m - max) and 2**(x - max) one is 1,
-    # so s' = s * e + 1 when x is the new maximum and s + e otherwise, e = 2**-|x - m|
-    # (0 for x = -inf, and for the first finite x against _LSE_START).
-    e = tl.exp2(-tl.abs(x - m))
-    grow = x > m
-    s = tl.where(grow, s * e + 1.0, s + e)
-    return tl.maximum(m, x), s
 
 
 @triton.jit
@@ -150,6 +145,36 @@ def _residual_keys_of_product(
 
 
 @triton.jit
+def _residual_race_of_product(x, dl, idx, idx_g, key, scale, lse_t, lse_d, best_w, best_idx,
+                              FAST_LOG: tl.constexpr):
+    """The ``p - q`` draw of :func:`_residual_keys_of_product` as an exponential race: per lane the
+    column with the largest ``w_i = r_i / E_i`` (``r_i = p_i - q_i``, ``E_i`` the noise's
+    exponential variate times ``log2 e``, :func:`log2e_exponential`). That is the Gumbel-max argmax
+    of ``log2 r_i - log2 E_i`` with one reciprocal instead of two logarithms per column (four MUFU
+    instructions per column instead of five; benchmarks/NOTES.md, version 26): the same draw in
+    exact arithmetic (log2 is increasing), keyed ``log2 w`` once per lane by :func:`_race_key`.
+    ``w`` carries ~2**-22 relative rounding (the approximate reciprocal) where the log keys carry
+    an absolute ~2**-19, so two columns within that of each other may be ordered otherwise than
+    the log form orders them. ``r_i <= 0`` or NaN never enters (the strict compare against the
+    start 0), as the log form's -inf / NaN keys never do."""
+    e = log2e_exponential(token_hash_of_product(key, idx_g), FAST_LOG)
+    r = tl.exp2(x.to(tl.float32) * scale - lse_t) - tl.exp2(dl.to(tl.float32) * scale - lse_d)
+    if FAST_LOG:
+        w = r * tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [e], dtype=tl.float32,
+                                          is_pure=True, pack=1)
+    else:
+        w = r / e
+    upd = w > best_w
+    return tl.where(upd, w, best_w), tl.where(upd, idx, best_idx)
+
+
+@triton.jit
+def _race_key(best_w, FAST_LOG: tl.constexpr):
+    """The Gumbel-max key ``log2 w`` of a lane's race winner (-inf for a lane without one)."""
+    return _log2_f32(best_w, FAST_LOG)
+
+
+@triton.jit
 def _skip_draw_blocks(
     target_row_ptr, draft_row_ptr, start, d_end, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
     RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr, EVICT: tl.constexpr, STAGES: tl.constexpr,
@@ -197,7 +222,7 @@ def _draw_chunk(
     target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected, best_val,
     best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr,
     BLOCK: tl.constexpr, EVICT: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1,
-    CARRY: tl.constexpr = False,
+    CARRY: tl.constexpr = False, RACE: tl.constexpr = False,
 ):
     """Columns ``[start, end)`` of the resampled row, BLOCK at a time. Greedy, residual and p
     draws are separate copies of the loop (constexpr flags): runtime branches inside one loop
@@ -236,6 +261,24 @@ def _draw_chunk(
                         x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
                         GREEDY, RESIDUAL, FAST_LOG,
                     )
+        elif RACE and RESIDUAL == 2:
+            # The exponential race (one launch, 16-bit p - q; race_draw), the token product carried
+            # as in guarded_kernels.sample's loop (one add per element), then each lane's winner
+            # keyed. The running maximum coming in must be empty (-inf: the kernel calls this
+            # first): it is replaced, not merged, so it holds no registers across the loop.
+            idx_g = token_product(start + lanes)
+            race_w = tl.zeros((BLOCK,), tl.float32)
+            race_idx = best_idx
+            for off in range(start, d_end, BLOCK):
+                idx = off + lanes
+                race_w, race_idx = _residual_race_of_product(
+                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
+                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, idx_g, key, scale, lse_t, lse_d,
+                    race_w, race_idx, FAST_LOG,
+                )
+                idx_g += (BLOCK * 0x9E3779B1) % 4294967296
+            best_val = _race_key(race_w, FAST_LOG)
+            best_idx = race_idx
         else:
             # With CARRY the token product is carried, as in guarded_kernels.sample's loop (one add
             # per element); without it each block multiplies (fewer registers there).
@@ -294,30 +337,60 @@ def _draw_chunk(
 
 
 @triton.jit
-def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.constexpr, UNROLL: tl.constexpr = 1):
+def _lse2_rows(x, scale, m, s):
+    """Online log-sum-exp of a ``[ROWS, VEC]`` block whose rows are one thread's contiguous
+    16 bytes (:func:`_lse2_lanes`): each row's maximum first (in-thread), then its running sum
+    rescaled once and its elements' ``2**(x - max)`` added. One exp2 per element, and per element
+    about six instructions where the per-lane update (the sum rescaled per element behind a
+    compare and a select) took nine (benchmarks/NOTES.md, version 27). ``m`` starts at
+    ``_LSE_START``, so ``m - max`` is finite, a masked element (-inf) adds 2**-inf = 0, and a row
+    without a finite logit keeps a sum of 0."""
+    x = x.to(tl.float32) * scale
+    m_new = tl.maximum(m, tl.max(x, 1))
+    s = s * tl.exp2(m - m_new) + tl.sum(tl.exp2(x - m_new[:, None]), 1)
+    return m_new, s
+
+
+@triton.jit
+def _lse2_lanes(row_ptr, BLOCK: tl.constexpr):
+    """A log-sum-exp pass's ``[BLOCK // VEC, VEC]`` offsets, ``VEC`` elements of 16 bytes a row (or
+    the whole BLOCK when smaller), and the rows' running (max, sum) start."""
+    WIDE: tl.constexpr = 128 // row_ptr.dtype.element_ty.primitive_bitwidth
+    VEC: tl.constexpr = WIDE if WIDE < BLOCK else BLOCK
+    lanes = tl.arange(0, BLOCK // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    return lanes, tl.full((BLOCK // VEC,), _LSE_START, tl.float32), tl.zeros((BLOCK // VEC,), tl.float32)
+
+
+@triton.jit
+def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.constexpr, UNROLL: tl.constexpr = 1,
+                STAGES: tl.constexpr = 1):
     """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``;
     EVICT is the loads' L2 eviction policy ("" the default). UNROLL 2 unrolls the main loop by two
     (Triton's ``loop_unroll_factor``): the loop carries the prefetched block and the per-lane sums
     in alternating registers instead of moving them back every block (triton 3.9, bf16 1,024 / 4:
-    148 instructions per two blocks against 2 x 87; benchmarks/NOTES.md, version 24)."""
-    lanes = tl.arange(0, BLOCK)
-    m = tl.full((BLOCK,), _LSE_START, tl.float32)
-    s = tl.zeros((BLOCK,), tl.float32)
+    148 instructions per two blocks against 2 x 87; benchmarks/NOTES.md, version 24). STAGES > 1
+    (the one launch's 16-bit pass, :func:`lse_stages`) pipelines the loads instead. Rows of 16
+    bytes, one running (max, sum) each (:func:`_lse2_rows`)."""
+    lanes, m, s = _lse2_lanes(row_ptr, BLOCK)
     # Full blocks unmasked (vectorised loads), then the masked tail block.
     # The next block is loaded before this one is reduced (at the end the last block is loaded
     # again: in bounds, unused), so memory latency overlaps the arithmetic.
     full_end = start + tl.maximum(end - start, 0) // BLOCK * BLOCK
-    if full_end > start:
+    if STAGES > 1:
+        # Triton's software pipeliner: the loads of STAGES - 1 blocks ahead in flight (asynchronous
+        # copies into shared memory).
+        for off in tl.range(start, full_end, BLOCK, num_stages=STAGES):
+            m, s = _lse2_rows(tl.load(row_ptr + off + lanes, eviction_policy=EVICT), scale, m, s)
+    elif full_end > start:
         x_next = tl.load(row_ptr + start + lanes, eviction_policy=EVICT)
         for off in tl.range(start, full_end, BLOCK, loop_unroll_factor=UNROLL):
             x = x_next
             x_next = tl.load(row_ptr + tl.minimum(off + BLOCK, full_end - BLOCK) + lanes, eviction_policy=EVICT)
-            m, s = _lse2_block(x, scale, m, s)
+            m, s = _lse2_rows(x, scale, m, s)
     if full_end < end:
         tail = full_end + lanes
-        m, s = _lse2_block(
-            tl.load(row_ptr + tail, mask=tail < end, other=float("-inf"), eviction_policy=EVICT), scale, m, s
-        )
+        x = tl.load(row_ptr + tail, mask=tail < end, other=float("-inf"), eviction_policy=EVICT)
+        m, s = _lse2_rows(x, scale, m, s)
     mx = tl.max(m, 0)
     ref = tl.where(mx == float("-inf"), 0.0, mx)
     total = tl.sum(s * tl.exp2(m - ref), 0)
@@ -326,17 +399,18 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
 
 @triton.jit
 def _chunk_lse2_pair(target_row_ptr, draft_row_ptr, start, end, draft_end, scale, BLOCK: tl.constexpr,
-                     EVICT: tl.constexpr):
+                     EVICT: tl.constexpr, STAGES: tl.constexpr = 1):
     """:func:`_chunk_lse2` of the target row over ``[start, end)`` and of the draft row over
     ``[start, draft_end)`` in one loop, so that both rows' next blocks are in flight together
     (twice the bytes per program that one row at a time keeps in flight)."""
-    lanes = tl.arange(0, BLOCK)
-    mt = tl.full((BLOCK,), _LSE_START, tl.float32)
-    st = tl.zeros((BLOCK,), tl.float32)
-    md = tl.full((BLOCK,), _LSE_START, tl.float32)
-    sd = tl.zeros((BLOCK,), tl.float32)
+    lanes, mt, st = _lse2_lanes(target_row_ptr, BLOCK)
+    _, md, sd = _lse2_lanes(draft_row_ptr, BLOCK)
     both_end = start + tl.maximum(tl.minimum(end, draft_end) - start, 0) // BLOCK * BLOCK
-    if both_end > start:
+    if STAGES > 1:
+        for off in tl.range(start, both_end, BLOCK, num_stages=STAGES):
+            mt, st = _lse2_rows(tl.load(target_row_ptr + off + lanes, eviction_policy=EVICT), scale, mt, st)
+            md, sd = _lse2_rows(tl.load(draft_row_ptr + off + lanes, eviction_policy=EVICT), scale, md, sd)
+    elif both_end > start:
         x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
         d_next = tl.load(draft_row_ptr + start + lanes, eviction_policy=EVICT)
         for off in range(start, both_end, BLOCK):
@@ -345,17 +419,17 @@ def _chunk_lse2_pair(target_row_ptr, draft_row_ptr, start, end, draft_end, scale
             nxt = tl.minimum(off + BLOCK, both_end - BLOCK) + lanes
             x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
             d_next = tl.load(draft_row_ptr + nxt, eviction_policy=EVICT)
-            mt, st = _lse2_block(x, scale, mt, st)
-            md, sd = _lse2_block(d, scale, md, sd)
+            mt, st = _lse2_rows(x, scale, mt, st)
+            md, sd = _lse2_rows(d, scale, md, sd)
     # What is left of each row (a partial last block, or the target's blocks beyond V_d), masked.
     for off in range(both_end, end, BLOCK):
         idx = off + lanes
-        mt, st = _lse2_block(
+        mt, st = _lse2_rows(
             tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"), eviction_policy=EVICT), scale, mt, st
         )
     for off in range(both_end, draft_end, BLOCK):
         idx = off + lanes
-        md, sd = _lse2_block(
+        md, sd = _lse2_rows(
             tl.load(draft_row_ptr + idx, mask=idx < draft_end, other=float("-inf"), eviction_policy=EVICT),
             scale, md, sd,
         )
@@ -387,7 +461,8 @@ def _chunk_lse2_f64(row_ptr, end, scale, BLOCK: tl.constexpr):
     for off in range(0, end, BLOCK):
         idx = off + lanes
         x = tl.load(row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float64) * scale
-        # The same one-exp2 online update as _lse2_block, in float64.
+        # A per-lane online update with one exp2 per element, in float64: of 2**(m - max) and
+        # 2**(x - max) one is 1, so s' = s * e + 1 when x is the new maximum and s + e otherwise.
         e = tl.where(x == float("-inf"), 0.0, tl.exp2(-tl.abs(x - m)))
         grow = x > m
         s = tl.where(grow, s * e + 1.0, s + e)
@@ -525,6 +600,10 @@ def _resample_kernel(
     LSE_UNROLL: tl.constexpr = 1,
     # The residual draw's carried token product and select-free p - q key (lean_draw)
     LEAN_DRAW: tl.constexpr = False,
+    # The 16-bit one launch's p - q draw as an exponential race (race_draw; with LEAN_DRAW)
+    RACE_DRAW: tl.constexpr = False,
+    # PHASE 4: the log-sum-exp loads pipelined this deep (1: the manual one-block prefetch)
+    LSE_STAGES: tl.constexpr = 1,
 ):
     if PHASE == 4:
         # Chunks are handed out by a ticket counter (the word after the last request's counter),
@@ -620,12 +699,13 @@ def _resample_kernel(
                 if PAIR_LSE:
                     mt, st, md, sd = _chunk_lse2_pair(
                         target_row_ptr, draft_row_ptr, start, end, tl.minimum(end, draft_vocab_size), scale, BLOCK,
-                        EVICT_LSE,
+                        EVICT_LSE, LSE_STAGES,
                     )
                 else:
-                    mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK, EVICT_LSE, LSE_UNROLL)
+                    mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK, EVICT_LSE, LSE_UNROLL,
+                                         LSE_STAGES)
                     md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK,
-                                         EVICT_LSE, LSE_UNROLL)
+                                         EVICT_LSE, LSE_UNROLL, LSE_STAGES)
                 base = stats_ptr + stats_row + split * 4
                 tl.store(base, mt)
                 tl.store(base + 1, st)
@@ -662,7 +742,7 @@ def _resample_kernel(
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
                 best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW, SKIP, STAGES,
-                LEAN_DRAW,
+                LEAN_DRAW, RACE_DRAW,
             )
         else:
             best_val, best_idx = _draw_chunk(
@@ -758,6 +838,27 @@ def lean_draw(dtype: torch.dtype, device: torch.device, residual_form: int) -> b
     -5.4% (V = 151,936 / 262,144), T = 64 -2.3% / -3.7%; float32 (the same change) +6% to +23% at
     T >= 256, so not there. Benchmarks and tests may replace it."""
     return device.type == "cuda" and dtype.itemsize <= 2 and residual_form == 2
+
+
+def lse_stages(dtype: torch.dtype, device: torch.device) -> int:
+    """The one launch's log-sum-exp pipeline depth (``_chunk_lse2``'s STAGES: Triton's software
+    pipeliner keeps STAGES - 1 blocks in flight; 1: the manual prefetch of the next block). On a
+    GPU 5 for 16-bit logits, whose pass streams from DRAM with too few bytes in flight: measured
+    on an H200 (benchmarks/NOTES.md, version 28, runs 50-51, against the prefetching loop)
+    bfloat16 T = 64 -5% to -8%, T = 256 -1.6% to -2.1%; 3 deep did nothing, 8 deep lost at
+    T = 64; float32 +1.0% / +1.6% at T = 256, so 1 there. Benchmarks and tests may replace it."""
+    return 5 if device.type == "cuda" and dtype.itemsize <= 2 else 1
+
+
+def race_draw(dtype: torch.dtype, device: torch.device, residual_form: int) -> bool:
+    """Whether the one launch's lean ``p - q`` draw (:func:`lean_draw`) runs as an exponential race
+    (``_draw_chunk``'s RACE: the per-lane argmax of ``w_i = r_i / E_i`` with one approximate
+    reciprocal per column, ``log2 w`` once per lane; the same draw, in which columns within
+    ~2**-19 of each other may be ordered otherwise than by the log keys). Measured on an H200
+    (benchmarks/NOTES.md, version 26, runs 47-49): 32 instead of 40 MUFU per 8 positions, alone
+    level (+0.1% / -0.2% at bfloat16 T = 256), with the row log-sum-exp of version 27 -1.9% /
+    -2.7% (without it +1.8% / +1.8%). Benchmarks and tests may replace it."""
+    return lean_draw(dtype, device, residual_form)
 
 
 def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
@@ -997,7 +1098,9 @@ def resample(
         _resample_kernel[grid](*args, PHASE=3, **meta)
     elif exchange is not None:
         _resample_kernel[grid](*args, PHASE=4, LSE_UNROLL=lse_unroll(target_logits.dtype, device),
-                               LEAN_DRAW=lean_draw(target_logits.dtype, device, meta["RESIDUAL_FORM"]), **meta)
+                               LSE_STAGES=lse_stages(target_logits.dtype, device),
+                               LEAN_DRAW=lean_draw(target_logits.dtype, device, meta["RESIDUAL_FORM"]),
+                               RACE_DRAW=race_draw(target_logits.dtype, device, meta["RESIDUAL_FORM"]), **meta)
     elif splits > 1:
         if has_draft:
             _resample_kernel[grid](*args, PHASE=0, **meta)

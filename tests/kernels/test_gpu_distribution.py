@@ -4,6 +4,7 @@ Parametrised over the CUDA devices present: without CUDA the parameter set is em
 reports each test as skipped ("got empty parameter set"), never as passed.
 """
 
+import importlib
 import math
 
 import pytest
@@ -11,6 +12,8 @@ import torch
 
 from guarded_kernels import gumbel_sample, resample
 from tests.kernels.chisquare import chi2_pvalue
+
+resample_mod = importlib.import_module("guarded_kernels.resample")
 
 GPU = ["cuda"] if torch.cuda.is_available() else []
 ALPHA = 1e-6  # fixed seeds: deterministic verdicts (see test_gumbel_sample)
@@ -94,9 +97,21 @@ def _count_residual_draws(t_row, d_row, seed):
     return counts.cpu()
 
 
+# The residual draw's two key forms on the one launch its 8,192-request calls take: the Gumbel-max
+# log keys, and the exponential race (resample.race_draw, shipped for 16-bit logits; forced here
+# for these float32 rows), the same draw in exact arithmetic.
+RACE = pytest.mark.parametrize("race", [False, True], ids=["log_keys", "race"])
+
+
+def _force_race(monkeypatch, race):
+    monkeypatch.setattr(resample_mod, "race_draw", lambda dtype, device, form: race)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("device", GPU)
-def test_large_vocabulary_residual(device):
+@RACE
+def test_large_vocabulary_residual(device, race, monkeypatch):
+    _force_race(monkeypatch, race)
     V = 200_000
     g = torch.Generator().manual_seed(2)
     t_row = torch.randn(V, generator=g) * 2
@@ -114,7 +129,8 @@ def test_large_vocabulary_residual(device):
 @pytest.mark.gpu
 @pytest.mark.parametrize("device", GPU)
 @pytest.mark.parametrize("accurate_log", [False, True], ids=["lg2_approx", "accurate_log"])
-def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypatch):
+@RACE
+def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, race, monkeypatch):
     # resample's twin of the heavy-tail test. Target: tokens 0 and 1 at 18 nats, 65,536 tail
     # tokens at 0. Draft: q = p / 2 on token 0 and on the tail, the rest of q on token 1, so
     # q_1 > p_1 and the residual max(p - q, 0) is p / 2 on token 0 and on the tail, 0 on token 1:
@@ -124,6 +140,7 @@ def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypa
     # (almost) never drawn. Tolerance: 5 Poisson standard deviations of the expected count
     # (+-323): a correct sampler fails with probability ~6e-7, while a tail drawn at 17.3-nat
     # resolution misses by thousands of draws. The expected count is the float64 residual's.
+    _force_race(monkeypatch, race)
     if accurate_log:
         monkeypatch.setenv("GUARDED_KERNELS_ACCURATE_LOG", "1")
     else:

@@ -502,12 +502,18 @@ def test_exchange_path_draws_the_two_launch_tokens(device, vd, small_blocks, mon
             # The log-sum-exp loop rolled and unrolled by two (resample.lse_unroll): each lane sums
             # its blocks in the same order either way. Chunks of 3 and 7 full blocks leave the
             # unrolled loop an odd block to run alone. With lean_draw the draw carries the token
-            # product and its p - q key has no select (NaN / -inf keys where p <= q never update).
-            for unroll, lean in ((1, False), (2, False), (2, True)):
+            # product and its p - q key has no select (NaN / -inf keys where p <= q never update);
+            # with race_draw as well, each lane picks its column by r / E and takes one logarithm
+            # (the same draw: only columns within ~2**-19 of each other may order otherwise). With
+            # lse_stages > 1 the log-sum-exp loop is Triton's pipelined loop, not the prefetching one.
+            for unroll, lean, race, stages in ((1, False, False, 1), (2, False, False, 1), (2, True, False, 1),
+                                               (2, True, True, 1), (2, True, True, 5), (1, False, False, 3)):
                 monkeypatch.setattr(resample_mod, "lse_unroll", lambda dtype, dev, unroll=unroll: unroll)
                 monkeypatch.setattr(resample_mod, "lean_draw", lambda dtype, dev, form, lean=lean: lean)
+                monkeypatch.setattr(resample_mod, "race_draw", lambda dtype, dev, form, race=race: race)
+                monkeypatch.setattr(resample_mod, "lse_stages", lambda dtype, dev, stages=stages: stages)
                 got = resample(*call, draft_vocab_size=vd if drafts is not None else None)
-                assert torch.equal(got, want), (form, drafts is None, unroll, lean)
+                assert torch.equal(got, want), (form, drafts is None, unroll, lean, race, stages)
             assert want.unique().numel() > 10  # varied tokens, not a constant
 
 
@@ -602,6 +608,13 @@ def test_one_launch_loop_policies():
         assert resample_mod.lse_unroll(dtype, cuda) == 2 and resample_mod.lse_unroll(dtype, cpu) == 1
         assert resample_mod.lean_draw(dtype, cuda, 2) is (dtype != torch.float32)
         assert resample_mod.lean_draw(dtype, cuda, 1) is False and resample_mod.lean_draw(dtype, cpu, 2) is False
+        # Versions 26 and 28 (runs 49-51): the race with the lean draw; the pipelined log-sum-exp
+        # loop (5 deep) for 16-bit logits on a GPU only (float32 +1 to +1.6% at T = 256).
+        for form in (1, 2):
+            assert resample_mod.race_draw(dtype, cuda, form) is resample_mod.lean_draw(dtype, cuda, form)
+        assert resample_mod.race_draw(dtype, cpu, 2) is False
+        assert resample_mod.lse_stages(dtype, cuda) == (5 if dtype != torch.float32 else 1)
+        assert resample_mod.lse_stages(dtype, cpu) == 1
 
 
 def test_exchange_configuration_fields_and_defaults():
