@@ -233,7 +233,9 @@ def _draw_chunk(
     the blocks below ``V_d`` that cannot hold the chunk's maximum (:func:`_skip_draw_blocks`), their
     target loads pipelined STAGES deep. CARRY: the residual loop without PREFETCH carries the
     columns' token product and drops the ``p - q`` key's select (:func:`_residual_keys_of_product`);
-    only the one launch's 16-bit ``p - q`` draw takes it (:func:`lean_draw`)."""
+    only the one launch's 16-bit ``p - q`` draw takes it (:func:`lean_draw`). RACE: that draw as an
+    exponential race (:func:`_residual_race_of_product`; :func:`race_draw`), for an empty running
+    maximum coming in."""
     lanes = tl.arange(0, BLOCK)
     full_end = start + ((end - start) // BLOCK) * BLOCK
     if RESIDUAL:
@@ -366,7 +368,7 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
                 STAGES: tl.constexpr = 1):
     """(max, sum) with ``log2(sum) + max = log2 sum_i 2**(x_i * scale)`` over ``[start, end)``;
     EVICT is the loads' L2 eviction policy ("" the default). UNROLL 2 unrolls the main loop by two
-    (Triton's ``loop_unroll_factor``): the loop carries the prefetched block and the per-lane sums
+    (Triton's ``loop_unroll_factor``): the loop carries the prefetched block and the running sums
     in alternating registers instead of moving them back every block (triton 3.9, bf16 1,024 / 4:
     148 instructions per two blocks against 2 x 87; benchmarks/NOTES.md, version 24). STAGES > 1
     (the one launch's 16-bit pass, :func:`lse_stages`) pipelines the loads instead. Rows of 16
