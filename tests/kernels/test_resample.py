@@ -6,6 +6,8 @@ import math
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from guarded_kernels import gumbel_sample, resample
 from guarded_kernels.sample import chunk_layout
@@ -499,7 +501,7 @@ def test_exchange_path_draws_the_two_launch_tokens(device, vd, small_blocks, mon
             small_blocks(block=8, splits=splits)
             want = resample(*call, draft_vocab_size=vd if drafts is not None else None)
             small_blocks(block=8, splits=3, exchange=True)
-            # The log-sum-exp loop rolled and unrolled by two (resample.lse_unroll): each lane sums
+            # The log-sum-exp loop rolled and unrolled by two (resample.lse_unroll): each row sums
             # its blocks in the same order either way. Chunks of 3 and 7 full blocks leave the
             # unrolled loop an odd block to run alone. With lean_draw the draw carries the token
             # product and its p - q key has no select (NaN / -inf keys where p <= q never update);
@@ -932,3 +934,48 @@ def test_exchange_across_programs_greedy_is_torch_argmax_and_one_hot_the_two_lau
     assert not (out[rejected] == tokens[rejected, 0]).any()
     assert want.unique().numel() >= Q // 2
     _assert_scratch_at_rest(device, Q)
+
+
+@triton.jit
+def _lse2_probe_kernel(x_ptr, out_ptr, n, start, end, scale, BLOCK: tl.constexpr, UNROLL: tl.constexpr,
+                       STAGES: tl.constexpr, PAIR: tl.constexpr):
+    # One row per program: _chunk_lse2 (or _chunk_lse2_pair on the row and itself) over [start, end).
+    row_ptr = x_ptr + tl.program_id(0).to(tl.int64) * n
+    if PAIR:
+        m, s, _, _ = resample_mod._chunk_lse2_pair(row_ptr, row_ptr, start, end, end, scale, BLOCK, "", STAGES)
+    else:
+        m, s = resample_mod._chunk_lse2(row_ptr, start, end, scale, BLOCK, "", UNROLL, STAGES)
+    tl.store(out_ptr + tl.program_id(0), m + tl.log2(s))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_row_log_sum_exp_is_the_float64_log_sum_exp(device, dtype):
+    # _lse2_rows (benchmarks/NOTES.md, version 27): a row of 16 bytes' maximum first, one rescale
+    # per row. Against float64 log2-sum-exp2 of x * scale over [start, end): chunks ending inside
+    # a block (the masked tail), a block narrower than 16 bytes (4 bf16 / 2 fp32 elements), the
+    # prefetching loop rolled and unrolled, the pipelined loop, the pair loop, scales of 0.05-3,
+    # rows of -inf only (log-sum-exp -inf) and rows with one finite logit among -inf.
+    # Tolerance 2e-6 relative + 1e-5 absolute: float32 sums of <= 61 terms in another order.
+    g = torch.Generator().manual_seed(97)
+    R, n = 6, 61
+    x = (torch.randn(R, n, generator=g) * 6).to(dtype)
+    x[1] = -math.inf
+    x[2] = -math.inf
+    x[2, 33] = 1.5
+    x[3, ::3] = -math.inf
+    xd = x.to(device)
+    for block in (2, 4, 8, 16):
+        for start, end in ((0, n), (5, 44), (16, 17), (24, 24)):
+            for scale in (1.4426950408889634, 0.05, 3.0):
+                ref = torch.logsumexp(x[:, start:end].double() * scale * math.log(2), -1) / math.log(2)
+                for unroll, stages, pair in ((1, 1, False), (2, 1, False), (1, 3, False), (1, 1, True),
+                                             (1, 3, True)):
+                    out = torch.empty(R, dtype=torch.float32, device=device)
+                    _lse2_probe_kernel[(R,)](xd, out, n, start, end, scale, BLOCK=block, UNROLL=unroll,
+                                             STAGES=stages, PAIR=pair)
+                    got = out.cpu().double()
+                    case = (dtype, block, start, end, scale, unroll, stages, pair)
+                    finite = torch.isfinite(ref)
+                    assert torch.equal(torch.isfinite(got), finite) and (got[~finite] == -math.inf).all(), case
+                    err = (got[finite] - ref[finite]).abs()
+                    assert (err <= 1e-5 + 2e-6 * ref[finite].abs()).all(), (case, err.max())
