@@ -17,7 +17,7 @@ stable form of ``log(p_i - q_i)``, in float64 and for float32 logits below 256 r
 the float32 draw forms ``r_i = p_i - q_i`` with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and
 ``q_i`` alike (each exponent rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative
 error, as the log form does; probabilities below 2**-126 flush to zero), half the instructions
-(:func:`residual_form`). The 16-bit one launch runs the ``p - q`` draw as an exponential race,
+(:func:`residual_form`). On a GPU the 16-bit one launch runs the ``p - q`` draw as an exponential race,
 ``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same noise's exponential variate (the
 same argmax as ``log2 r_i - log2 E_i``; Gumbel-max's exponential form, e.g. Huijben et al.,
 *A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI 2022), its logarithm taken
@@ -156,7 +156,10 @@ def _residual_race_of_product(x, dl, idx, idx_g, key, scale, lse_t, lse_d, best_
     ``w`` carries ~2**-22 relative rounding (the approximate reciprocal) where the log keys carry
     an absolute ~2**-19, so two columns within that of each other may be ordered otherwise than
     the log form orders them. ``r_i <= 0`` or NaN never enters (the strict compare against the
-    start 0), as the log form's -inf / NaN keys never do."""
+    start 0), as the log form's -inf / NaN keys never do. ``w`` may be subnormal (:func:`_race_key`
+    takes its logarithm without flushing); a subnormal ``r`` itself, which the log keys' flushing
+    logarithm drops on a GPU, may enter here: its weight is below 2**-126, where float32's ``p``
+    is flushed anyway."""
     e = log2e_exponential(token_hash_of_product(key, idx_g), FAST_LOG)
     r = tl.exp2(x.to(tl.float32) * scale - lse_t) - tl.exp2(dl.to(tl.float32) * scale - lse_d)
     if FAST_LOG:
@@ -170,8 +173,17 @@ def _residual_race_of_product(x, dl, idx, idx_g, key, scale, lse_t, lse_d, best_
 
 @triton.jit
 def _race_key(best_w, FAST_LOG: tl.constexpr):
-    """The Gumbel-max key ``log2 w`` of a lane's race winner (-inf for a lane without one)."""
-    return _log2_f32(best_w, FAST_LOG)
+    """The Gumbel-max key ``log2 w`` of a lane's race winner (-inf for a lane without one). On a
+    GPU ``lg2.approx`` without ``.ftz``: ``w = r / E`` is subnormal for a normal ``r`` below
+    ``E * 2**-126`` (``E`` up to 24), which the flushing logarithm of the log keys would make
+    -inf, dropping that column's weight at random (a reviewer's case: a row whose whole residual
+    sits at ``p ~ 2**-122`` fell back to p in 105 of 256 requests). The multiply and compare
+    before it keep subnormals."""
+    if FAST_LOG:
+        return tl.inline_asm_elementwise("lg2.approx.f32 $0, $1;", "=r,r", [best_w], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return tl.log2(best_w)
 
 
 @triton.jit
@@ -342,9 +354,9 @@ def _draw_chunk(
 def _lse2_rows(x, scale, m, s):
     """Online log-sum-exp of a ``[ROWS, VEC]`` block whose rows are one thread's contiguous
     16 bytes (:func:`_lse2_lanes`): each row's maximum first (in-thread), then its running sum
-    rescaled once and its elements' ``2**(x - max)`` added. One exp2 per element, and per element
-    about six instructions where the per-lane update (the sum rescaled per element behind a
-    compare and a select) took nine (benchmarks/NOTES.md, version 27). ``m`` starts at
+    rescaled once and its elements' ``2**(x - max)`` added. One exp2 per element as the per-lane
+    update (the sum rescaled per element behind a compare and a select), with ~1.6 instructions
+    per element fewer in SASS (bf16 9.3 -> 7.7, fp32 8.1 -> 6.6; benchmarks/NOTES.md, version 27). ``m`` starts at
     ``_LSE_START``, so ``m - max`` is finite, a masked element (-inf) adds 2**-inf = 0, and a row
     without a finite logit keeps a sum of 0."""
     x = x.to(tl.float32) * scale
@@ -375,8 +387,6 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
     bytes, one running (max, sum) each (:func:`_lse2_rows`)."""
     lanes, m, s = _lse2_lanes(row_ptr, BLOCK)
     # Full blocks unmasked (vectorised loads), then the masked tail block.
-    # The next block is loaded before this one is reduced (at the end the last block is loaded
-    # again: in bounds, unused), so memory latency overlaps the arithmetic.
     full_end = start + tl.maximum(end - start, 0) // BLOCK * BLOCK
     if STAGES > 1:
         # Triton's software pipeliner: the loads of STAGES - 1 blocks ahead in flight (asynchronous
@@ -384,6 +394,8 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
         for off in tl.range(start, full_end, BLOCK, num_stages=STAGES):
             m, s = _lse2_rows(tl.load(row_ptr + off + lanes, eviction_policy=EVICT), scale, m, s)
     elif full_end > start:
+        # The next block is loaded before this one is reduced (at the end the last block is loaded
+        # again: in bounds, unused), so memory latency overlaps the arithmetic.
         x_next = tl.load(row_ptr + start + lanes, eviction_policy=EVICT)
         for off in tl.range(start, full_end, BLOCK, loop_unroll_factor=UNROLL):
             x = x_next
@@ -847,8 +859,8 @@ def lse_stages(dtype: torch.dtype, device: torch.device) -> int:
     pipeliner keeps STAGES - 1 blocks in flight; 1: the manual prefetch of the next block). On a
     GPU 5 for 16-bit logits, whose pass streams from DRAM with too few bytes in flight: measured
     on an H200 (benchmarks/NOTES.md, version 28, runs 50-51, against the prefetching loop)
-    bfloat16 T = 64 -5% to -8%, T = 256 -1.6% to -2.1%; 3 deep did nothing, 8 deep lost at
-    T = 64; float32 +1.0% / +1.6% at T = 256, so 1 there. Benchmarks and tests may replace it."""
+    bfloat16 T = 64 -5% to -8%, T = 256 -1.6% to -2.1%; 3 deep did nothing, 8 deep was mixed
+    (T = 64 -6.0% / +6.6%); float32 +1.0% / +1.6% at T = 256, so 1 there. Benchmarks and tests may replace it."""
     return 5 if device.type == "cuda" and dtype.itemsize <= 2 else 1
 
 

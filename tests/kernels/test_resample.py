@@ -979,3 +979,29 @@ def test_row_log_sum_exp_is_the_float64_log_sum_exp(device, dtype):
                     assert torch.equal(torch.isfinite(got), finite) and (got[~finite] == -math.inf).all(), case
                     err = (got[finite] - ref[finite]).abs()
                     assert (err <= 1e-5 + 2e-6 * ref[finite].abs()).all(), (case, err.max())
+
+
+@pytest.mark.parametrize("x1", [-84.0, -86.0, -87.0])
+def test_race_keeps_a_residual_near_the_float32_underflow(device, x1, small_blocks, monkeypatch):
+    # The race draw's lane weight w = r / E is subnormal when r < E * 2**-126 (E up to 24): a row
+    # whose whole residual is one token with p = e**x1 ~ 2**-121 .. 2**-125.5 (normal; the draft
+    # has none of it) must draw that token in every request, as the log keys do. A flushing log2
+    # of w (lg2.approx.ftz) made it -inf at random: 151 of 256 requests at x1 = -87 on an H200.
+    # 16-bit logits on the one launch with the race forced on (the shipped GPU path), two chunks.
+    Q, V = 64, 64
+    target = torch.full((2 * Q, V), -math.inf)
+    target[:, 0] = 0.0
+    target[:, 1] = x1
+    draft = torch.full((Q, 1, V), -math.inf)
+    draft[:, :, 0] = 0.0
+    g = torch.Generator().manual_seed(5)
+    args = [z.to(device) for z in (target.bfloat16(), draft.bfloat16(), torch.zeros(Q, 1, dtype=torch.int64),
+                                   torch.zeros(Q, dtype=torch.int64), torch.arange(0, 2 * Q + 1, 2), torch.arange(Q),
+                                   torch.ones(Q), torch.randint(0, 2**62, (Q,), generator=g),
+                                   torch.randint(0, 2**40, (2 * Q,), generator=g))]
+    monkeypatch.setattr(resample_mod, "residual_form", lambda dtype, num_reqs: 2)
+    for race in (False, True):
+        monkeypatch.setattr(resample_mod, "race_draw", lambda dtype, dev, form, race=race: race)
+        small_blocks(block=16, splits=2, exchange=True)
+        out = resample(*args)
+        assert (out == 1).all(), (race, int((out == 1).sum()))
