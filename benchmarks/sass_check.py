@@ -135,8 +135,7 @@ def _table(sources: dict[str, str], tag: str):
         base = (dict(APPLY_TEMPERATURE=True, STREAM=0, HAS_CACHE=False, HAS_SOURCE=False, FAST_LOG=True,
                      MERGE_SLOTS=False, SLOTS=1, PDL=0, SKIP=False, STAGES=1)
                 if kind == "sample" else dict(HAS_DRAFT=True, FAST_LOG=True, SPLITS_P2=128, EVICT_LSE="",
-                                              EVICT_DRAW="", PAIR_LSE=False, SKIP=False, STAGES=1, LSE_UNROLL=1,
-                                              LEAN_DRAW=False))
+                                              EVICT_DRAW="", PAIR_LSE=False, SKIP=False, STAGES=1))
         for label, dtype, consts, warps in configs:
             try:
                 rows[(kind, label)] = _measure(fn, dtype, {**base, **consts}, warps)

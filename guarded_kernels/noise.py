@@ -184,11 +184,12 @@ def token_hash(key, token):
 
 
 @triton.jit
-def _log2_f32(x, FAST_LOG: tl.constexpr):
+def _log2_f32(x, FAST_LOG: tl.constexpr, FLUSH: tl.constexpr = True):
+    """log2 of a float32 block: with FAST_LOG the hardware's approximate ``lg2.approx``, flushing
+    subnormal inputs to zero (-inf) unless FLUSH is False; else Triton's accurate ``log2``."""
     if FAST_LOG:
-        return tl.inline_asm_elementwise(
-            "lg2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
-        )
+        ASM: tl.constexpr = "lg2.approx.ftz.f32 $0, $1;" if FLUSH else "lg2.approx.f32 $0, $1;"
+        return tl.inline_asm_elementwise(ASM, "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
     else:
         return tl.log2(x)
 

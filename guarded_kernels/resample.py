@@ -17,8 +17,8 @@ stable form of ``log(p_i - q_i)``, in float64 and for float32 logits below 256 r
 the float32 draw forms ``r_i = p_i - q_i`` with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and
 ``q_i`` alike (each exponent rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative
 error, as the log form does; probabilities below 2**-126 flush to zero), half the instructions
-(:func:`residual_form`). On a GPU the 16-bit one launch runs the ``p - q`` draw as an exponential race,
-``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same noise's exponential variate (the
+(:func:`residual_form`). On a GPU the 16-bit one launch runs the ``p - q`` draw as an exponential
+race, ``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same noise's exponential variate (the
 same argmax as ``log2 r_i - log2 E_i``; Gumbel-max's exponential form, e.g. Huijben et al.,
 *A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI 2022), its logarithm taken
 once per lane (:func:`race_draw`). The noise is the verification stream of
@@ -179,11 +179,7 @@ def _race_key(best_w, FAST_LOG: tl.constexpr):
     -inf, dropping that column's weight at random (a reviewer's case: a row whose whole residual
     sits at ``p ~ 2**-122`` fell back to p in 105 of 256 requests). The multiply and compare
     before it keep subnormals."""
-    if FAST_LOG:
-        return tl.inline_asm_elementwise("lg2.approx.f32 $0, $1;", "=r,r", [best_w], dtype=tl.float32,
-                                         is_pure=True, pack=1)
-    else:
-        return tl.log2(best_w)
+    return _log2_f32(best_w, FAST_LOG, False)
 
 
 @triton.jit
@@ -275,40 +271,41 @@ def _draw_chunk(
                         x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
                         GREEDY, RESIDUAL, FAST_LOG,
                     )
-        elif RACE and RESIDUAL == 2:
-            # The exponential race (one launch, 16-bit p - q; race_draw), the token product carried
-            # as in guarded_kernels.sample's loop (one add per element), then each lane's winner
-            # keyed. The running maximum coming in must be empty (-inf: the kernel calls this
-            # first): it is replaced, not merged, so it holds no registers across the loop.
-            idx_g = token_product(start + lanes)
-            race_w = tl.zeros((BLOCK,), tl.float32)
-            race_idx = best_idx
-            for off in range(start, d_end, BLOCK):
-                idx = off + lanes
-                race_w, race_idx = _residual_race_of_product(
-                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
-                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, idx_g, key, scale, lse_t, lse_d,
-                    race_w, race_idx, FAST_LOG,
-                )
-                idx_g += (BLOCK * 0x9E3779B1) % 4294967296
-            best_val = _race_key(race_w, FAST_LOG)
-            best_idx = race_idx
         else:
-            # With CARRY the token product is carried, as in guarded_kernels.sample's loop (one add
-            # per element); without it each block multiplies (fewer registers there).
+            # With CARRY or the race the token product is carried, as in guarded_kernels.sample's
+            # loop (one add per element); without them each block multiplies (fewer registers
+            # there). The race (one launch, 16-bit p - q; race_draw) runs its lane weights w in
+            # `acc` and keys each lane's winner after the loop; the running maximum coming in must
+            # then be empty (-inf: the kernel calls this first): it is replaced, not merged, so it
+            # holds no registers across the loop.
+            RACING: tl.constexpr = RACE and RESIDUAL == 2
+            if RACING:
+                acc = tl.zeros((BLOCK,), tl.float32)
+            else:
+                acc = best_val
             idx_g = token_product(start + lanes)
             for off in range(start, d_end, BLOCK):
                 idx = off + lanes
-                if CARRY:
-                    g = idx_g
+                x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
+                dl = tl.load(draft_row_ptr + idx, eviction_policy=EVICT)
+                if RACING:
+                    acc, best_idx = _residual_race_of_product(
+                        x, dl, idx, idx_g, key, scale, lse_t, lse_d, acc, best_idx, FAST_LOG,
+                    )
                 else:
-                    g = token_product(idx)
-                best_val, best_idx = _residual_keys_of_product(
-                    tl.load(target_row_ptr + idx, eviction_policy=EVICT),
-                    tl.load(draft_row_ptr + idx, eviction_policy=EVICT), idx, g, key, scale, lse_t, lse_d,
-                    rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG, CARRY,
-                )
+                    if CARRY:
+                        g = idx_g
+                    else:
+                        g = token_product(idx)
+                    acc, best_idx = _residual_keys_of_product(
+                        x, dl, idx, g, key, scale, lse_t, lse_d, rejected, acc, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+                        CARRY,
+                    )
                 idx_g += (BLOCK * 0x9E3779B1) % 4294967296
+            if RACING:
+                best_val = _race_key(acc, FAST_LOG)
+            else:
+                best_val = acc
     else:
         if PREFETCH:
             if full_end > start:
@@ -356,9 +353,9 @@ def _lse2_rows(x, scale, m, s):
     16 bytes (:func:`_lse2_lanes`): each row's maximum first (in-thread), then its running sum
     rescaled once and its elements' ``2**(x - max)`` added. One exp2 per element as the per-lane
     update (the sum rescaled per element behind a compare and a select), with ~1.6 instructions
-    per element fewer in SASS (bf16 9.3 -> 7.7, fp32 8.1 -> 6.6; benchmarks/NOTES.md, version 27). ``m`` starts at
-    ``_LSE_START``, so ``m - max`` is finite, a masked element (-inf) adds 2**-inf = 0, and a row
-    without a finite logit keeps a sum of 0."""
+    per element fewer in SASS (bf16 9.3 -> 7.7, fp32 8.1 -> 6.6; benchmarks/NOTES.md, version
+    27). ``m`` starts at ``_LSE_START``, so ``m - max`` is finite, a masked element (-inf) adds
+    2**-inf = 0, and a row without a finite logit keeps a sum of 0."""
     x = x.to(tl.float32) * scale
     m_new = tl.maximum(m, tl.max(x, 1))
     s = s * tl.exp2(m - m_new) + tl.sum(tl.exp2(x - m_new[:, None]), 1)
@@ -860,7 +857,8 @@ def lse_stages(dtype: torch.dtype, device: torch.device) -> int:
     GPU 5 for 16-bit logits, whose pass streams from DRAM with too few bytes in flight: measured
     on an H200 (benchmarks/NOTES.md, version 28, runs 50-51, against the prefetching loop)
     bfloat16 T = 64 -5% to -8%, T = 256 -1.6% to -2.1%; 3 deep did nothing, 8 deep was mixed
-    (T = 64 -6.0% / +6.6%); float32 +1.0% / +1.6% at T = 256, so 1 there. Benchmarks and tests may replace it."""
+    (T = 64 -6.0% / +6.6%); float32 +1.0% / +1.6% at T = 256, so 1 there. Benchmarks and tests
+    may replace it."""
     return 5 if device.type == "cuda" and dtype.itemsize <= 2 else 1
 
 
