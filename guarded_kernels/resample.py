@@ -177,7 +177,7 @@ def _race_key(best_w, FAST_LOG: tl.constexpr):
     GPU ``lg2.approx`` without ``.ftz``: ``w = r / E`` is subnormal for a normal ``r`` below
     ``E * 2**-126`` (``E`` up to 24), which the flushing logarithm of the log keys would make
     -inf, dropping that column's weight at random (a reviewer's case: a row whose whole residual
-    sits at ``p ~ 2**-122`` fell back to p in 105 of 256 requests). The multiply and compare
+    sits at ``p ~ 2**-125.5`` fell back to p in 105 of 256 requests on an H200). The multiply and compare
     before it keep subnormals."""
     return _log2_f32(best_w, FAST_LOG, False)
 
