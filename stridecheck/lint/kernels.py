@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from stridecheck.lint.model import (
     Access,
+    Condition,
     HelperCall,
     Index,
     IndexSource,
@@ -368,6 +369,7 @@ class _Raw:
     writes: bool
     via_helper: str | None
     in_loop: bool = False  # inside a loop of the kernel or of a helper it inlines
+    conditions: tuple = ()  # Condition's of the branches it sits under
 
 
 @dataclass
@@ -400,6 +402,7 @@ class _Walker:
         self.loops = 0  # depth of enclosing loops
         self.in_loop = False  # a helper inlined inside a loop of its caller
         self.alts: dict[str, list[_Value]] = {}  # other values a name holds on another if-arm
+        self.conds: tuple[Condition, ...] = ()  # branches on parameters the walk is inside
         self.bounded_names = ctx.bounded_names(func)
 
     # -- statements
@@ -429,17 +432,24 @@ class _Walker:
             self.eval(s.value)
         elif isinstance(s, ast.If):
             self.eval(s.test)
+            outer = self.conds
+            body_conds, else_conds = self._branch_conditions(s.test)
             if not s.orelse:
                 before = dict(self.env)
+                self.conds = outer + body_conds
                 self.block(s.body)
+                self.conds = outer
                 self._keep_alternatives(before, self.env)
             else:
                 before = dict(self.env)
+                self.conds = outer + body_conds
                 self.block(s.body)
                 after_body = dict(self.env)
                 self.env.clear()
                 self.env.update(before)
+                self.conds = outer + else_conds
                 self.block(s.orelse)
+                self.conds = outer
                 after_else = dict(self.env)
                 # Both arms' values survive: the body's as the value, the other as an alternative
                 # (`x_ptrs` built one way under `if SPLIT_K:` and another way in `else`).
@@ -468,6 +478,54 @@ class _Walker:
                 self.returned = self.eval(s.value)
         elif isinstance(s, ast.Assert):
             self.eval(s.test)
+
+    def _condition_param(self, node: ast.expr) -> str | None:
+        """The kernel parameter a branch test reads directly (through a helper's binding too)."""
+        if not isinstance(node, ast.Name):
+            return None
+        v = self.env.get(node.id) if node.id in self.env else None
+        if v is None:
+            return node.id if node.id in self.params else None
+        if len(v.summands) == 1 and len(v.summands[0].factors) == 1 and not v.summands[0].neg:
+            return v.summands[0].factors[0].param
+        return None
+
+    def _condition(self, test: ast.expr, truth: bool) -> list[Condition] | None:
+        """The conditions ``test`` (taken as ``truth``) puts on parameters, when it is a
+        conjunction of direct tests of them; None when it says nothing we can read."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._condition(test.operand, not truth)
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and truth:
+            out: list[Condition] = []
+            for v in test.values:
+                got = self._condition(v, True)
+                if got:
+                    out.extend(got)
+            return out or None
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and not truth:
+            out = []
+            for v in test.values:
+                got = self._condition(v, False)
+                if got:
+                    out.extend(got)
+            return out or None
+        p = self._condition_param(test)
+        if p is not None:
+            return [Condition(p, "truthy", truth)]
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op, right = test.ops[0], test.comparators[0]
+            p = self._condition_param(test.left)
+            if p is None:
+                return None
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+                return [Condition(p, "none", truth == isinstance(op, ast.Is))]
+            if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+                return [Condition(p, "eq", truth == isinstance(op, ast.Eq), self.ctx.src.text(right))]
+        return None
+
+    def _branch_conditions(self, test: ast.expr) -> tuple[tuple[Condition, ...], tuple[Condition, ...]]:
+        """The conditions of an ``if``'s body and of its ``else``."""
+        return tuple(self._condition(test, True) or ()), tuple(self._condition(test, False) or ())
 
     def _keep_alternatives(self, other: dict, current: dict) -> None:
         for name, v in other.items():
@@ -793,6 +851,7 @@ class _Walker:
         w = _Walker(self.ctx, helper, self.facts, env, {}, self.depth + 1, helper.name,
                     self.stack + (helper.name,))
         w.in_loop = self.loops > 0 or self.in_loop
+        w.conds = self.conds
         w.block(helper.body)
         if w.returned is not None:
             return w.returned
@@ -830,7 +889,8 @@ class _Walker:
         if addr.block is not None:
             return self.block_access(node, addr, kind, mask)
         in_loop = self.loops > 0 or self.in_loop
-        self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper, in_loop))
+        self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper, in_loop,
+                                    self.conds))
         ps = _params_of(addr)
         if self.alts and ptr_node is not None:
             # The address read with each other value its names hold on another if-arm.
@@ -842,7 +902,7 @@ class _Walker:
                         other = self.eval(ptr_node)
                         if other.block is None:
                             self.facts.raws.append(_Raw(kind, other, mask, self.ctx.src.span(node),
-                                                        kind != "load", self.helper, in_loop))
+                                                        kind != "load", self.helper, in_loop, self.conds))
                             ps |= _params_of(other)
                     self.env[n.id] = saved
         self.facts.address |= ps
@@ -857,7 +917,7 @@ class _Walker:
     def block_access(self, node: ast.Call, bv: _Value, kind: str, mask: _Value | None = None) -> _Value:
         kind = "load" if kind == "load" else kind
         self.facts.raws.append(_Raw(kind, bv, mask, self.ctx.src.span(node), kind != "load", self.helper,
-                                    self.loops > 0 or self.in_loop))
+                                    self.loops > 0 or self.in_loop, self.conds))
         if kind == "load":
             return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED}),
                                            leaves=self._load_leaf(node)))
@@ -907,7 +967,8 @@ class _Walker:
         ps = _params_of(v)
         self.facts.address |= ps
         self.facts.used |= ps
-        self.facts.raws.append(_Raw(op, v, None, self.ctx.src.span(node), False, self.helper))
+        self.facts.raws.append(_Raw(op, v, None, self.ctx.src.span(node), False, self.helper,
+                                    self.loops > 0 or self.in_loop, self.conds))
         return v
 
 
@@ -1244,6 +1305,7 @@ def _make_access(raw: _Raw, kinds, consts, w) -> Access:
             descriptor_strides=tuple(t for _, _, t in blk.strides) if raw.op in ("block_ptr", "descriptor") else (),
             via_helper=raw.via_helper,
             mask_bound_reach=_mask_reach(raw.mask, mask_bounds, term_leaves, _leaves_of(blk.base), raw.in_loop),
+            conditions=raw.conditions,
         )
     base = _base_summand(v, w)
     summands = [s for s in v.summands if s is not base]
@@ -1254,6 +1316,7 @@ def _make_access(raw: _Raw, kinds, consts, w) -> Access:
         span=raw.span, writes=raw.writes, mask_bounds=mask_bounds, byte_record=v.byte_record,
         via_helper=raw.via_helper,
         mask_bound_reach=_mask_reach(raw.mask, mask_bounds, term_leaves, in_loop=raw.in_loop),
+        conditions=raw.conditions,
     )
 
 

@@ -75,6 +75,40 @@ class Index:
     arange_blocks: tuple[str, ...] = ()  # extents of the tl.arange calls in it (`tl.arange(0, BLOCK_M)` -> BLOCK_M)
 
 
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A branch an access sits under, when its test reads a kernel parameter directly.
+
+    ``test`` is ``"truthy"`` (``if HAS_BIAS:``), ``"none"`` (``if MASK is None:``) or ``"eq"``
+    (``if ACT == "gelu":``, ``value`` the literal's source); ``truth`` is the outcome the access
+    needs (``if not HAS_BIAS:`` -> truthy, False). Triton compiles a branch on a ``tl.constexpr``
+    (or on a ``None`` argument, which it specialises) away when the launch's value fails it, so an
+    access under such a branch does not exist for that launch."""
+
+    param: str
+    test: str
+    truth: bool
+    value: str | None = None
+
+    def holds(self, value) -> bool | None:
+        """Whether a launch value satisfies this condition; None when it cannot be told."""
+        if self.test == "none":
+            return (value is None) == self.truth
+        if self.test == "truthy":
+            if isinstance(value, (bool, int, float, str)) or value is None:
+                return bool(value) == self.truth
+            return None
+        if self.test == "eq" and isinstance(value, (bool, int, float, str)):
+            import ast as _ast
+
+            try:
+                lit = _ast.literal_eval(self.value or "")
+            except (ValueError, SyntaxError):
+                return None
+            return (value == lit) == self.truth
+        return None
+
+
 class StepKind(str, Enum):
     STRIDE = "stride"  # a stride parameter (or a product containing one)
     SIZE = "size"  # a logical size or a product of sizes
@@ -118,6 +152,8 @@ class Access:
     # A bound with no reached terms bounds only an index that never flows into the address (a
     # read index, or one whose value goes on only through a load). None: not computed.
     mask_bound_reach: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] | None = None
+    # The branches (on kernel parameters) the access sits under, outermost first; all must hold.
+    conditions: tuple[Condition, ...] = ()
 
     def reached_terms(self, bound: str) -> tuple[int, ...] | None:
         """Indices into ``terms`` reached by the index the mask bound ``bound`` bounds (empty: it
