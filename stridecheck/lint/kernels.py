@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from stridecheck.lint.model import (
     Access,
     Condition,
+    Factor,
     HelperCall,
     Index,
     IndexSource,
@@ -39,7 +40,7 @@ from stridecheck.lint.model import (
     Term,
 )
 
-__all__ = ["SourceText", "find_kernels", "build_kernels", "size_name", "stride_name", "tensor_of"]
+__all__ = ["SourceText", "find_kernels", "build_kernels", "refine_kernel", "size_name", "stride_name", "tensor_of"]
 
 # ----------------------------------------------------------------------------- names
 
@@ -215,25 +216,7 @@ def find_kernels(tree: ast.Module) -> list[ast.FunctionDef]:
 # ----------------------------------------------------------------------------- values
 
 
-@dataclass(frozen=True, slots=True)
-class _Factor:
-    text: str
-    sources: frozenset = frozenset()  # IndexSource, parameters excluded (added once classified)
-    params: frozenset = frozenset()  # kernel parameters it depends on
-    int64: bool = False
-    param: str | None = None  # a bare parameter
-    literal: bool = False  # an integer literal or a module-level constant
-    floordiv: frozenset = frozenset()  # parameters it was floor-divided by (`i // n`)
-    blocks: frozenset = frozenset()  # extents of the aranges in it (`tl.arange(0, BLOCK)` -> BLOCK)
-    pid_blocks: frozenset = frozenset()  # constexprs a program id/loop counter is multiplied by
-    loaded_from: frozenset = frozenset()  # pointer parameters of the loads it comes from
-    bounds: frozenset = frozenset()  # parameters bounding it as a whole (comparisons)
-    # The index atoms it is computed from, a load being an atom of its own (its address does not
-    # flow on): ("pid", axis), ("arange", extent), ("loop", name), ("load", line, col), _OPAQUE.
-    leaves: frozenset = frozenset()
-    # Per comparison inside it: (bounding parameter, leaves of the bounded index, whether the
-    # comparison is a conjunct: not under `|`, `or` or a negation).
-    bound_sides: frozenset = frozenset()
+_Factor = Factor
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +254,7 @@ _OPAQUE = ("opaque",)
 
 def _merge(factors, text: str, **extra) -> _Factor:
     srcs, params, fd, blocks, pb, lf, bounds = set(), set(), set(), set(), set(), set(), set()
-    leaves, sides = set(), set()
+    leaves, sides, pids = set(), set(), set()
     int64 = False
     for f in factors:
         srcs |= f.sources
@@ -285,13 +268,14 @@ def _merge(factors, text: str, **extra) -> _Factor:
         bounds |= f.bounds
         leaves |= f.leaves
         sides |= f.bound_sides
+        pids |= f.pids
         int64 = int64 or f.int64
     literal = all(f.literal for f in factors) if factors else False
     kw = dict(
         text=text, sources=frozenset(srcs), params=frozenset(params), int64=int64, literal=literal,
         floordiv=frozenset(fd), blocks=frozenset(blocks), pid_blocks=frozenset(pb),
         loaded_from=frozenset(lf), bounds=frozenset(bounds), leaves=frozenset(leaves),
-        bound_sides=frozenset(sides),
+        bound_sides=frozenset(sides), pids=frozenset(pids),
     )
     kw.update(extra)
     return _Factor(**kw)
@@ -382,6 +366,10 @@ class _Facts:
     multiplies_index: set = field(default_factory=set)  # multiply an index inside an address
     times_size: set = field(default_factory=set)  # multiplied by a size inside an address
     bases: set = field(default_factory=set)  # the base pointer of an address
+    extents: set = field(default_factory=set)  # the extent of a tl.arange (a tile, when constexpr)
+    multiplied: set = field(default_factory=set)  # a factor of a product (a pointer never is)
+    none_tested: set = field(default_factory=set)  # compared with None (an optional tensor)
+    evidence: set = field(default_factory=set)  # named as an address's first name in the text
     raws: list = field(default_factory=list)
     helper_calls: list = field(default_factory=list)
     anns: dict = field(default_factory=dict)  # the kernel's parameter annotations
@@ -404,6 +392,7 @@ class _Walker:
         self.alts: dict[str, list[_Value]] = {}  # other values a name holds on another if-arm
         self.conds: tuple[Condition, ...] = ()  # branches on parameters the walk is inside
         self.bounded_names = ctx.bounded_names(func)
+        self.evidence: frozenset = ctx.pointer_evidence(func)  # mapped to the kernel's names in inline()
 
     # -- statements
 
@@ -682,6 +671,7 @@ class _Walker:
                 return a if a.summands else b
             neg = (len(a.summands) == 1 and a.summands[0].neg) != (len(b.summands) == 1 and b.summands[0].neg)
             factors = fa + fb
+            self.facts.multiplied.update(f.param for f in factors if f.param)
             pid_blocks = self._pid_blocks(factors)
             if pid_blocks:
                 factors = tuple(replace(f, pid_blocks=f.pid_blocks | pid_blocks) for f in factors)
@@ -712,6 +702,12 @@ class _Walker:
 
     def compare(self, node: ast.Compare) -> _Value:
         sides = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
+        nodes = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            if isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+                for a, b in ((i, i + 1), (i + 1, i)):
+                    if isinstance(nodes[b], ast.Constant) and nodes[b].value is None:
+                        self.facts.none_tested |= {f.param for f in _all_factors(sides[a]) if f.param}
         bounds: set[str] = set()
         bsides: set = set()
         for i, op in enumerate(node.ops):
@@ -748,8 +744,8 @@ class _Walker:
         if isinstance(fn, ast.Attribute) and not (
             isinstance(root, ast.Name) and root.id not in self.env and root.id not in self.params
         ):
-            if fn.attr == "to":
-                return self.cast(self.eval(fn.value), node.args[1:] if False else node.args, node)
+            if fn.attr in ("to", "cast"):
+                return self.cast(self.eval(fn.value), node.args, node)
             if fn.attr in _PASS_THROUGH or fn.attr in ("T",):
                 return self.eval(fn.value)
             base = self.eval(fn.value)
@@ -761,10 +757,13 @@ class _Walker:
             return self.collapse(node, [base] + args)
         if last == "program_id" and is_tl:
             return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.PROGRAM_ID}),
-                                           leaves=frozenset({("pid", self._arg_key(node))})))
+                                           leaves=frozenset({("pid", self._arg_key(node))}),
+                                           pids=frozenset({_axis(node)})))
         if last == "arange" and is_tl:
             ext = node.args[1] if len(node.args) > 1 else (node.args[0] if node.args else None)
             blocks = frozenset({self.ctx.src.text(ext)}) if ext is not None else frozenset()
+            if ext is not None:
+                self.facts.extents |= _params_of(self.eval(ext))
             # Two `tl.arange`s of the same extent are the same values (a helper's extent is
             # read through its binding, so `BLOCK_N` bound to `BLOCK` is `BLOCK`).
             return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.ARANGE}), blocks=blocks,
@@ -852,6 +851,15 @@ class _Walker:
                     self.stack + (helper.name,))
         w.in_loop = self.loops > 0 or self.in_loop
         w.conds = self.conds
+        # The helper's pointer names, as the kernel's parameters bound to them.
+        mapped = set(self.evidence)
+        for n in w.evidence:
+            v = env.get(n)
+            if v is not None and len(v.summands) == 1 and len(v.summands[0].factors) == 1 \
+                    and v.summands[0].factors[0].param:
+                mapped.add(v.summands[0].factors[0].param)
+        self.facts.evidence |= mapped
+        w.evidence = frozenset(mapped)
         w.block(helper.body)
         if w.returned is not None:
             return w.returned
@@ -972,6 +980,14 @@ class _Walker:
         return v
 
 
+def _axis(node: ast.Call) -> int:
+    """The axis of ``tl.program_id(axis)`` when it is a literal, else -1."""
+    arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "axis"), None)
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, int) and not isinstance(arg.value, bool):
+        return arg.value
+    return -1 if arg is not None else 0
+
+
 def _binds(call: ast.Call, func: ast.FunctionDef) -> bool:
     """Whether the call binds every required parameter of ``func`` and nothing unknown, as Python
     would (a call that does not is dead or wrong code: inlining it would shift every argument)."""
@@ -998,27 +1014,68 @@ def _is_index(v: _Value) -> bool:
     return any(f.sources & idx for f in _all_factors(v))
 
 
-def _base_summand(v: _Value, w) -> _Summand | None:
-    """The summand holding the base pointer: a bare parameter, preferably pointer-named."""
-    cands = [s for s in v.summands if len(s.factors) == 1 and s.factors[0].param and not s.neg
-             and not stride_name(s.factors[0].param)]
+_INT_ANN = re.compile(r"constexpr|\bint\b|u?int(8|16|32|64)|float|bool")
+
+
+def _not_a_pointer(p: str, facts: "_Facts") -> bool:
+    """What a pointer never is: annotated as a constexpr or a number, compared as a bound, a factor
+    of a product, or the extent of a ``tl.arange``."""
+    ann = facts.anns.get(p) or ""
+    return bool(_INT_ANN.search(ann)) or p in facts.bound or p in facts.multiplied or p in facts.extents
+
+
+def _base_summand(v: _Value, w, pointers: frozenset | None = None) -> _Summand | None:
+    """The summand holding the base pointer: a bare parameter.
+
+    By evidence first: a parameter known to be a pointer (``pointers``, once the walk is done), or
+    one the kernel's text shows as an address's first name (``tl.load(X + ...)``, ``X += ...``,
+    ``X.dtype.element_ty``), and nothing shows as a number. Names break the ties that remain
+    (``x_ptr``; never a size or stride name), so ``Q``, ``K``, ``V``, ``A``, ``B``, ``C`` are
+    pointers like ``x_ptr`` when their use says so."""
+    cands = [s for s in v.summands if len(s.factors) == 1 and s.factors[0].param and not s.neg]
     if not cands:
         return None
-    if len(cands) == 1:
-        return cands[0] if not size_name(cands[0].factors[0].param) or _pointer_like(cands[0].factors[0].param) else None
-    for s in cands:
+    if pointers is not None:
+        known = [s for s in cands if s.factors[0].param in pointers]
+        if len(known) == 1:
+            return known[0]
+        if len(known) > 1:
+            return next((s for s in known if _pointer_like(s.factors[0].param)), known[0])
+    facts = w.facts
+    live = [s for s in cands if not _not_a_pointer(s.factors[0].param, facts)]
+    seen = [s for s in live if s.factors[0].param in w.evidence]
+    if len(seen) == 1:
+        return seen[0]
+    if len(seen) > 1:
+        live = seen
+    live = [s for s in live if not stride_name(s.factors[0].param)]
+    if not live:
+        return None
+    if len(live) == 1:
+        p = live[0].factors[0].param
+        return live[0] if not size_name(p) or _pointer_like(p) or p in w.evidence else None
+    for s in live:
         if _pointer_like(s.factors[0].param):
             return s
-    for s in cands:
+    for s in live:
         p = s.factors[0].param
-        if not size_name(p) and not stride_name(p) and p not in w.facts.bound:
+        if not size_name(p):
             return s
-    return cands[0]
+    return live[0]
 
 
 def _has_pointer_base(v: _Value, w) -> bool:
     s = _base_summand(v, w)
-    return s is not None and _pointer_like(s.factors[0].param)
+    return s is not None and (_pointer_like(s.factors[0].param) or s.factors[0].param in w.evidence)
+
+
+# A name the text shows as a pointer: an address's first name, advanced in place, its element type.
+_POINTER_USE = re.compile(
+    r"(?:\b(?:load|store|atomic_\w+|make_block_ptr|make_tensor_descriptor)\(\s*(?:(?:pointer|ptr|base)\s*=\s*)?"
+    r"([A-Za-z_]\w*)\b(?!\s*[(\[.]))"
+    r"|(?:\b([A-Za-z_]\w*)\s*\+=)"
+    r"|(?:\b([A-Za-z_]\w*)\.dtype\.element_ty)"
+)
 
 
 # ----------------------------------------------------------------------------- module context
@@ -1031,8 +1088,19 @@ class _Context:
         self.jit_funcs = {f.name: f for f in self.kernels}
         _, _, self.tl_names = _imports(tree.body)
         self._bounded: dict[int, frozenset] = {}
+        self._evidence: dict[int, frozenset] = {}
         self.extra_size = tuple(re.compile(p) for p in getattr(options, "extra_size_names", ()) or ())
         self.extra_stride = tuple(re.compile(p) for p in getattr(options, "extra_stride_names", ()) or ())
+
+    def pointer_evidence(self, func: ast.FunctionDef) -> frozenset:
+        """Names the function's text shows as pointers (``_POINTER_USE``); read with a regular
+        expression for the same reason as :meth:`bounded_names`."""
+        got = self._evidence.get(id(func))
+        if got is None:
+            text = "".join(self.src.lines[func.lineno - 1:func.end_lineno])
+            got = self._evidence[id(func)] = frozenset(
+                n for m in _POINTER_USE.finditer(text) for n in m.groups() if n)
+        return got
 
     def bounded_names(self, func: ast.FunctionDef) -> frozenset:
         """Local names compared as a whole with an ordering comparison (`tok < seq_len`).
@@ -1066,21 +1134,60 @@ def _shape_comment(src: SourceText, line: int) -> str | None:
 
 
 def _classify(name: str, ann: str | None, facts: _Facts, ctx: _Context) -> ParamKind:
-    if ann and "constexpr" in ann:
-        return ParamKind.CONSTEXPR
-    if name in facts.bases:
+    """A parameter's role from its use in the kernel; names only break ties.
+
+    A ``tl.constexpr`` is not a role: one that bounds a mask, a ``range`` or a ``tl.cdiv`` is a
+    size (``NUM_COLUMNS``), one that multiplies an index like a stride is a stride
+    (``stride_x_token: tl.constexpr``), and only one that is the extent of a ``tl.arange`` (or
+    nothing else shows) is a tile or flag (``ParamKind.CONSTEXPR``). The launches may say more
+    (:func:`refine_kernel`)."""
+    constexpr = bool(ann and "constexpr" in ann)
+    if name in facts.bases and not constexpr:
         return ParamKind.POINTER
     if name in facts.bound:
         return ParamKind.SIZE
+    if constexpr:
+        if name in facts.extents:
+            return ParamKind.CONSTEXPR
+        if name in facts.multiplied and stride_name(name, ctx.extra_stride):
+            return ParamKind.STRIDE
+        if name in facts.multiplied and size_name(name, ctx.extra_size):
+            return ParamKind.SIZE
+        return ParamKind.CONSTEXPR
     if stride_name(name, ctx.extra_stride):
         return ParamKind.STRIDE
     if size_name(name, ctx.extra_size):
         return ParamKind.SIZE
     if name in facts.multiplies_index and name not in facts.times_size:
         return ParamKind.STRIDE
-    if _pointer_like(name):
+    if _pointer_like(name) or (name in facts.none_tested and not _not_a_pointer(name, facts)):
         return ParamKind.POINTER
     return ParamKind.SCALAR
+
+
+def _pointers(facts: _Facts, w) -> frozenset:
+    """The parameters that are the base of some address, by evidence (see :func:`_base_summand`):
+    the one candidate of an address that nothing shows as a number, else the one the text shows
+    as a pointer; names decide only the addresses where neither does."""
+    found: set[str] = set()
+    undecided = []
+    for raw in facts.raws:
+        addr = raw.address.block.base if raw.address.block is not None else raw.address
+        cands = {s.factors[0].param for s in addr.summands if len(s.factors) == 1 and s.factors[0].param
+                 and not s.neg}
+        live = {p for p in cands if not _not_a_pointer(p, facts)}
+        if len(live) == 1:
+            found |= live
+        elif len(live & facts.evidence) == 1:
+            found |= live & facts.evidence
+        elif live:
+            undecided.append(addr)
+    for addr in undecided:
+        if not any(len(s.factors) == 1 and s.factors[0].param in found for s in addr.summands):
+            base = _base_summand(addr, w)
+            if base is not None:
+                found.add(base.factors[0].param)
+    return frozenset(found)
 
 
 def _index_and_step(summand: _Summand, kinds: dict[str, ParamKind], pid_free: bool = False):
@@ -1132,6 +1239,7 @@ def _make_term(summand: _Summand, kinds: dict[str, ParamKind], consts: set[str])
         loaded_from=tuple(sorted(loaded)),
         pid_blocks=tuple(sorted({b for f in idx_f for b in f.pid_blocks})),
         arange_blocks=tuple(sorted({b for f in idx_f for b in f.blocks})),
+        pid_axes=tuple(sorted({a for f in idx_f for a in f.pids})),
     )
     if step_f:
         kind = StepKind.STRIDE if any(kinds[f.param] == ParamKind.STRIDE for f in step_f) else StepKind.SIZE
@@ -1143,7 +1251,7 @@ def _make_term(summand: _Summand, kinds: dict[str, ParamKind], consts: set[str])
     else:
         step = Step(StepKind.OTHER, "")
     return Term(index, step, summand.span, summand.text,
-                is_int64=any(f.int64 for f in summand.factors))
+                is_int64=any(f.int64 for f in summand.factors), factors=summand.factors)
 
 
 def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
@@ -1158,12 +1266,10 @@ def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
     w.block(func.body)
 
     # Base pointers and index multipliers, from the raw addresses.
+    facts.evidence |= w.evidence
+    pointers = _pointers(facts, w)
+    facts.bases |= pointers
     for raw in facts.raws:
-        addrs = [raw.address.block.base] if raw.address.block is not None else [raw.address]
-        for addr in addrs:
-            base = _base_summand(addr, w)
-            if base is not None:
-                facts.bases.add(base.factors[0].param)
         if raw.address.block is None:
             for s in raw.address.summands:
                 if len(s.factors) < 2:
@@ -1194,14 +1300,15 @@ def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
         kinds[a.arg] = kind
         params.append(Param(
             name=a.arg, position=pos, kind=kind, span=src.span(a),
-            constexpr=kind == ParamKind.CONSTEXPR, default=default_of.get(a.arg),
+            constexpr=bool(anns[a.arg] and "constexpr" in anns[a.arg]), default=default_of.get(a.arg),
             shape_comment=_shape_comment(src, a.lineno) if kind == ParamKind.POINTER else None,
         ))
 
     accesses: list[Access] = []
     consts = {p for p, k in kinds.items() if k == ParamKind.CONSTEXPR}
+    pointers = frozenset(p for p, k in kinds.items() if k is ParamKind.POINTER)
     for raw in facts.raws:
-        accesses.append(_make_access(raw, kinds, consts, w))
+        accesses.append(_make_access(raw, kinds, consts, w, pointers))
 
     decorators = tuple(_decorator_name(d) for d in func.decorator_list)
     return Kernel(
@@ -1214,6 +1321,25 @@ def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
         docstring=ast.get_docstring(func),
         used_params=frozenset(p for p in facts.used if p in kinds),
     )
+
+
+def refine_kernel(kernel: Kernel, roles: dict[str, ParamKind]) -> Kernel:
+    """``kernel`` with the given parameters re-classified (what its launches show about them:
+    :meth:`stridecheck.lint.linker.Tree`), every term re-split into index and step accordingly.
+    Returns ``kernel`` itself when nothing changes; never modifies it."""
+    changed = {n: k for n, k in roles.items() if (p := kernel.param(n)) is not None and p.kind is not k}
+    if not changed:
+        return kernel
+    params = [replace(p, kind=changed.get(p.name, p.kind)) for p in kernel.params]
+    kinds = {p.name: p.kind for p in params}
+    accesses = []
+    for a in kernel.accesses:
+        terms = [
+            _make_term(_Summand(t.factors, t.span, t.text), kinds, set()) if t.factors else t
+            for t in a.terms
+        ]
+        accesses.append(replace(a, terms=terms))
+    return replace(kernel, params=params, accesses=accesses)
 
 
 def _bare_kernel(func: ast.FunctionDef, src: SourceText) -> Kernel:
@@ -1277,14 +1403,14 @@ def _mask_reach(mask: _Value | None, mask_bounds: tuple[str, ...], term_leaves: 
     return tuple(out)
 
 
-def _make_access(raw: _Raw, kinds, consts, w) -> Access:
+def _make_access(raw: _Raw, kinds, consts, w, pointers: frozenset = frozenset()) -> Access:
     mask_bounds: tuple[str, ...] = ()
     if raw.mask is not None:
         mask_bounds = tuple(sorted({p for f in _all_factors(raw.mask) for p in f.bounds if p in kinds}))
     v = raw.address
     if v.block is not None:
         blk = v.block
-        base = _base_summand(blk.base, w)
+        base = _base_summand(blk.base, w, pointers)
         terms = []
         term_leaves = []
         for i, (sv, span, text) in enumerate(blk.strides):
@@ -1303,11 +1429,11 @@ def _make_access(raw: _Raw, kinds, consts, w) -> Access:
             terms=terms, span=raw.span, writes=raw.writes, mask_bounds=mask_bounds,
             byte_record=blk.base.byte_record,
             descriptor_strides=tuple(t for _, _, t in blk.strides) if raw.op in ("block_ptr", "descriptor") else (),
-            via_helper=raw.via_helper,
+            via_helper=raw.via_helper, via_block=True,
             mask_bound_reach=_mask_reach(raw.mask, mask_bounds, term_leaves, _leaves_of(blk.base), raw.in_loop),
             conditions=raw.conditions,
         )
-    base = _base_summand(v, w)
+    base = _base_summand(v, w, pointers)
     summands = [s for s in v.summands if s is not base]
     terms = [_make_term(s, kinds, consts) for s in summands]
     term_leaves = [frozenset().union(*(f.leaves for f in s.factors)) for s in summands]

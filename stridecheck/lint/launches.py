@@ -123,6 +123,7 @@ class _Tensor:
     alloc_call: str | None = None  # returned by an imported function (resolved by the linker)
     opaque: bool = False  # returned by a call we know nothing of (a table of data pointers, a view...)
     view: bool = False  # a slice, transpose, permute, expand... made in the launcher: strided for sure
+    dtype: str | None = None  # "int64", "int32", ... when the allocation or a conversion shows it
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
@@ -137,7 +138,7 @@ def _intersect(a: frozenset, b: frozenset, top: frozenset) -> frozenset:
 class _State:
     """Facts known at one point of a launcher."""
 
-    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units")
+    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units", "rebound")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -152,6 +153,7 @@ class _State:
         self.seq_paths: dict[str, tuple[ast.expr, ...]] = {}
         # tensor -> the dimensions whose stride a check pins to 1 (`_ALL_DIMS` where it is None)
         self.units: dict[str, frozenset] = {}
+        self.rebound: frozenset = frozenset()  # names assigned in the function so far
 
     def copy(self) -> "_State":
         s = _State()
@@ -163,9 +165,11 @@ class _State:
         s.vetted = dict(self.vetted)
         s.seq_paths = dict(self.seq_paths)
         s.units = dict(self.units)
+        s.rebound = self.rebound
         return s
 
     def kill(self, name: str) -> None:
+        self.rebound = self.rebound | {name}
         self.tensors.pop(name, None)
         self.ints.pop(name, None)
         self.seqs.pop(name, None)
@@ -205,6 +209,7 @@ class _State:
                         del mine[key]
                     else:
                         mine[key] = _intersect(mine[key], b, top)
+            out.rebound = out.rebound | s.rebound
             for key in list(out.seq_paths):
                 b = s.seq_paths.get(key)
                 if b is None:
@@ -789,6 +794,8 @@ class _Collector:
         self._shared: tuple[int, int] | None = None  # the parentheses of the launch being read
         self._fn: str | None = None
         self._guarded = False
+        self._params: frozenset = frozenset()  # the current function's parameters
+        self._tensor_names: frozenset = frozenset()  # names it uses as tensors
 
     # -- spans and text
 
@@ -931,14 +938,31 @@ class _Collector:
         self._guarded = "stride_guard" in decorators
         state = _State()
         params = _param_names(fn)
+        self._params = frozenset(params)
+        self._tensor_names = self.tensor_names(fn)
         if any("contiguous" in d.lower() or d == "input_guard" for d in decorators):
             # A decorator that makes every tensor argument contiguous (`@input_guard`,
-            # `@ensure_contiguous`): the parameters are contiguous at entry.
+            # `@ensure_contiguous`): the parameters are contiguous at entry, except those it is
+            # told to leave alone (`@input_guard(no_guard_contiguous=["x"])`).
+            exempt = _exempted(fn.decorator_list)
             for name in params:
-                state.tensors[name] = _Tensor(contiguous=True, family=name)
+                if name not in exempt:
+                    state.tensors[name] = _Tensor(contiguous=True, family=name)
         for name, facts in self.entry.get(fn.name, {}).items():
             state.tensors[name] = facts
         self.block(fn.body, state, scan and not self.collecting)
+
+    def tensor_names(self, fn) -> frozenset:
+        """Names the function uses as tensors: parameters annotated ``torch.Tensor`` (or
+        ``Optional[...]`` of it), names whose ``.stride(``, ``.shape``, ``.size(``, ``.dtype``... it
+        reads (a regular expression over its text: cheap, and a name too many only says a
+        tensor is passed where one is)."""
+        a = fn.args
+        out = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)
+               if x.annotation is not None and "Tensor" in (self.src.text(x.annotation) or "")}
+        text = "\n".join(self.src.line(n) for n in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
+        out.update(_TENSOR_USE.findall(text))
+        return frozenset(out)
 
     def may_launch(self, node) -> bool:
         """Whether ``node``'s lines hold a ``](`` or ``.run(`` (a bisection on sorted lines)."""
@@ -1234,6 +1258,8 @@ class _Collector:
         seq = value if isinstance(value, (ast.Tuple, ast.List, ast.Dict, ast.Lambda)) else None
         if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] in ("dict", "TensorDescriptor"):
             seq = value
+        if _extents_of(value) is not None:
+            seq = value  # `s = t.shape`: `s[2] * s[3]` are t's extents
         held = self._held_kernel(value)
         src = _name(value) if not _is_none(value) else None
         src_vetted = state.vetted.get(src, frozenset()) if src else None
@@ -1477,6 +1503,12 @@ class _Collector:
                         kind = OriginKind.SHAPE if m[1] == "size" else OriginKind.STRIDE
                         return ArgOrigin(kind, "", _NO_SPAN, tensor=t, dim=i)
             d = dotted(base)
+            if d is not None and i is not None and _extents_of(state.seqs.get(d)) is not None:
+                t_node, meth = _extents_of(state.seqs[d])
+                t = self.tensor_name(t_node)
+                if t is not None:
+                    kind = OriginKind.STRIDE if meth == "stride" else OriginKind.SHAPE
+                    return ArgOrigin(kind, "", _NO_SPAN, tensor=t, dim=i)
             if d is not None and d in state.seqs and i is not None and d not in self._resolving:
                 seq = state.seqs[d]
                 if isinstance(seq, (ast.Tuple, ast.List)) and -len(seq.elts) <= i < len(seq.elts):
@@ -1540,6 +1572,17 @@ class _Collector:
                     return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=left.literal * right.literal)
                 return ArgOrigin(OriginKind.PRODUCT, "", _NO_SPAN, factors=(left, right))
             return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
+        if isinstance(node, ast.IfExp):
+            # `1 if n > 1 else 0`: a literal on each path (the one that is not 0 is what a stride
+            # parameter must not be fed); `t if cond else None`: the tensor.
+            a, b = self.origin(node.body, state), self.origin(node.orelse, state)
+            if a.kind is OriginKind.LITERAL and b.kind is OriginKind.LITERAL:
+                return a if a.literal or not b.literal else b
+            if _is_none(node.orelse) and a.kind is not OriginKind.OTHER:
+                return a
+            if _is_none(node.body) and b.kind is not OriginKind.OTHER:
+                return b
+            return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN)
         if isinstance(node, ast.Attribute):
             if node.attr in ("T", "mT"):
                 facts = self.tensor_facts(node, state)
@@ -1574,13 +1617,15 @@ class _Collector:
         vetted = tuple(sorted(state.vetted.get(name, ())))
         units = state.units.get(name, frozenset())
         unit_strides = () if units == _ALL_DIMS else tuple(sorted(units))
+        param = name if name in self._params and name not in state.rebound else None
+        is_tensor = facts is not None or name in self._tensor_names
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
-                             unit_strides=unit_strides)
+                             unit_strides=unit_strides, is_tensor=is_tensor, param=param)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
-                         unit_strides=unit_strides)
+                         unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -1724,6 +1769,36 @@ class _Collector:
 _KERNEL_WRAPPERS = frozenset({"wrap_triton", "capture_triton"})
 
 
+_TENSOR_USE = re.compile(
+    r"\b([A-Za-z_]\w*)\.(?:stride\(|shape\b|size\(|dtype\b|device\b|is_contiguous\(|data_ptr\(|numel\(|dim\(\)"
+    r"|element_size\(|contiguous\(|view\(|reshape\()"
+)
+
+
+def _exempted(decorators) -> frozenset:
+    """Arguments a contiguity decorator is told not to touch (``no_guard_contiguous=["x"]``)."""
+    out: set[str] = set()
+    for d in decorators:
+        if not isinstance(d, ast.Call):
+            continue
+        for k in d.keywords:
+            if k.arg and "contiguous" in k.arg and k.arg.startswith(("no_", "skip", "exclude", "except")):
+                vals = k.value.elts if isinstance(k.value, (ast.List, ast.Tuple, ast.Set)) else [k.value]
+                out.update(v.value for v in vals if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return frozenset(out)
+
+
+def _extents_of(node) -> tuple[ast.expr, str] | None:
+    """(tensor, "shape" | "stride") when ``node`` is ``t.shape``, ``t.size()`` or ``t.stride()``."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return node.value, "shape"
+    if isinstance(node, ast.Call) and not _nargs(node):
+        m = _method(node)
+        if m is not None and m[1] in ("size", "stride"):
+            return m[0], ("stride" if m[1] == "stride" else "shape")
+    return None
+
+
 def _launched(node) -> str | None:
     """The name of what ``node[grid](...)`` launches: ``k`` for ``k`` and for ``wrap_triton(k)``."""
     d = dotted(node)
@@ -1791,6 +1866,7 @@ def _assign_state(dst: _State, src: _State) -> None:
     dst.tensors, dst.ints, dst.seqs, dst.checks, dst.aliases, dst.vetted, dst.seq_paths, dst.units = (
         src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths, src.units,
     )
+    dst.rebound = src.rebound
 
 
 def collect(

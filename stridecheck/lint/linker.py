@@ -22,11 +22,13 @@ Arguments after an unresolvable ``*args`` are not bound; keywords still are.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from stridecheck.lint.model import ArgOrigin, Kernel, Launch, ModuleModel
+from stridecheck.lint.kernels import refine_kernel
+from stridecheck.lint.model import ArgOrigin, Kernel, Launch, ModuleModel, OriginKind, ParamKind
 
 # Keyword arguments a launch accepts besides the kernel's parameters (Triton's launcher options).
 LAUNCH_OPTIONS = frozenset(
@@ -65,13 +67,52 @@ def bind(launch: Launch, kernel: Kernel) -> dict[str, ArgOrigin] | None:
     for key, arg in launch.kwargs.items():
         if key in names:
             if key in bound:
-                return None
+                # Python refuses the call ("multiple values"); the positional argument is the one
+                # that lands where the launch's author did not expect it, so it stays bound.
+                continue
             bound[key] = arg
         elif key not in LAUNCH_OPTIONS and not launch.star_args:
             # `kernel.run(..., grid=..., warmup=...)` options are known; any other unknown keyword
             # means this is not a call of this kernel (or a Triton option we do not know: skip).
             return None
     return bound
+
+
+_SHAPE_KINDS = (OriginKind.SHAPE, OriginKind.NUMEL, OriginKind.PRODUCT)
+# `splits * n`: a product of plain integers (no `.stride(`) is a product of sizes.
+_PRODUCT = re.compile(r"\(?\s*[A-Za-z_][\w.]*(\s*\*\s*[A-Za-z_0-9][\w.]*)+\s*\)?")
+
+
+def mentions_stride(o: ArgOrigin) -> bool:
+    """The argument is built from ``.stride(`` (a stride, or a product with one)."""
+    if o.kind is OriginKind.STRIDE or ".stride(" in o.text or ".stride()" in o.text:
+        return True
+    return any(mentions_stride(f) for f in o.factors)
+
+
+def shape_like(o: ArgOrigin) -> bool:
+    """The argument is a shape, an element count or a product of them (no stride in it)."""
+    return (o.kind in _SHAPE_KINDS or (o.kind is OriginKind.OTHER and bool(_PRODUCT.fullmatch(o.text)))) \
+        and not mentions_stride(o)
+
+
+def launch_roles(kernel: Kernel, launches: Sequence["BoundLaunch"]) -> dict[str, ParamKind]:
+    """What the launches show of the non-pointer parameters (see :meth:`Tree._refine_roles`)."""
+    out: dict[str, ParamKind] = {}
+    for p in kernel.params:
+        if p.kind is ParamKind.POINTER:
+            continue
+        got = [bl.bound[p.name] for bl in launches if p.name in bl.bound]
+        if not got:
+            continue
+        if all(o.kind is OriginKind.TENSOR and o.is_tensor for o in got):
+            out[p.name] = ParamKind.POINTER  # `A` bound to a tensor: a pointer whatever its name
+        elif all(mentions_stride(o) for o in got):
+            if p.kind in (ParamKind.SCALAR, ParamKind.SIZE, ParamKind.CONSTEXPR):
+                out[p.name] = ParamKind.STRIDE
+        elif all(shape_like(o) for o in got) and p.kind in (ParamKind.SCALAR, ParamKind.CONSTEXPR):
+            out[p.name] = ParamKind.SIZE
+    return out
 
 
 def _path_keys(path: str) -> list[str]:
@@ -145,6 +186,25 @@ class Tree:
                 bl = BoundLaunch(launch, model, kernel, kmodel, bound)
                 self._launches[(kmodel.path, kernel.name)].append(bl)
                 self._bound_launches.append(bl)
+        self._refine_roles()
+
+    def _refine_roles(self) -> None:
+        """Re-classify the parameters whose launches say what they are: every resolved launch
+        feeds a ``.stride(``-built value (a stride, whatever its name or annotation), or every one
+        a shape, ``numel`` or a product of them (a size; a stride-named parameter keeps its role,
+        SC004 reports what it is fed). The kernel's terms are re-split to match."""
+        by_model = {id(m): m for m in self.models}
+        for (path, name), bls in self._launches.items():
+            kernel = bls[0].kernel
+            roles = launch_roles(kernel, bls)
+            refined = refine_kernel(kernel, roles)
+            if refined is kernel:
+                continue
+            kmodel = by_model[id(bls[0].kernel_module)]
+            kmodel.kernels = [refined if k is kernel else k for k in kmodel.kernels]
+            self._kernels[id(kmodel)][name] = refined
+            for bl in bls:
+                bl.kernel = refined
 
     def kernels(self) -> Iterator[tuple[ModuleModel, Kernel]]:
         for model in self.models:

@@ -73,6 +73,7 @@ class Index:
     loaded_from: tuple[str, ...] = ()  # pointer parameters of the loads it comes from
     pid_blocks: tuple[str, ...] = ()  # constexprs a program id / loop counter is multiplied by (`pid * BLOCK_M`)
     arange_blocks: tuple[str, ...] = ()  # extents of the tl.arange calls in it (`tl.arange(0, BLOCK_M)` -> BLOCK_M)
+    pid_axes: tuple[int, ...] = ()  # grid axes of the program ids it is computed from (-1: not a literal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,34 @@ class Step:
     params: tuple[str, ...] = ()  # parameters multiplied in the step
 
 
+@dataclass(frozen=True, slots=True)
+class Factor:
+    """One factor of a product in an address, as the kernel walk read it.
+
+    A term keeps its factors so that its split into ``index * step`` can be redone when the
+    launches show more about a parameter's role than the kernel does (a scalar bound to
+    ``t.shape[1]`` is a size, one bound to ``t.stride(0)`` a stride)."""
+
+    text: str
+    sources: frozenset = frozenset()  # IndexSource, parameters excluded (added once classified)
+    params: frozenset = frozenset()  # kernel parameters it depends on
+    int64: bool = False
+    param: str | None = None  # a bare parameter
+    literal: bool = False  # an integer literal or a module-level constant
+    floordiv: frozenset = frozenset()  # parameters it was floor-divided by (`i // n`)
+    blocks: frozenset = frozenset()  # extents of the aranges in it (`tl.arange(0, BLOCK)` -> BLOCK)
+    pid_blocks: frozenset = frozenset()  # constexprs a program id/loop counter is multiplied by
+    loaded_from: frozenset = frozenset()  # pointer parameters of the loads it comes from
+    bounds: frozenset = frozenset()  # parameters bounding it as a whole (comparisons)
+    # The index atoms it is computed from, a load being an atom of its own (its address does not
+    # flow on): ("pid", axis), ("arange", extent), ("loop", name), ("load", line, col), ("opaque",).
+    leaves: frozenset = frozenset()
+    # Per comparison inside it: (bounding parameter, leaves of the bounded index, whether the
+    # comparison is a conjunct: not under `|`, `or` or a negation).
+    bound_sides: frozenset = frozenset()
+    pids: frozenset = frozenset()  # program-id axes it is computed from (0, 1, 2; -1 unknown)
+
+
 @dataclass(slots=True)
 class Term:
     """One summand of an address: ``index * step``."""
@@ -133,6 +162,7 @@ class Term:
     span: Span  # the product's source range (where SC001/SC006 point)
     text: str  # source text of the product, e.g. "col * vocab_size"
     is_int64: bool = False  # the product is computed in 64 bits
+    factors: tuple[Factor, ...] = ()  # what the split was made from (see Factor)
 
 
 @dataclass(slots=True)
@@ -146,6 +176,7 @@ class Access:
     byte_record: bool = False  # uint8/fp8/bitcast pointer: a constexpr record size is the step by design
     descriptor_strides: tuple[str, ...] = ()  # `strides=` texts of make_block_ptr/make_tensor_descriptor
     via_helper: str | None = None  # helper function name when the access sits in a helper
+    via_block: bool = False  # through a block pointer or tensor descriptor (64-bit offsets by construction)
     # Per mask bound, where the index it bounds reaches the address: (parameter, the indices into
     # `terms` of the terms computed from that index (-1: the address outside its terms, a block
     # pointer's base), the terms it bounds whole as a conjunct).
@@ -260,6 +291,12 @@ class ArgOrigin:
     # TENSOR: dimensions (as written, e.g. -1) whose stride a dominating check in the launcher pins
     # to 1 (`assert t.stride(-1) == 1`, `assert t.stride()[-1] == 1`, `if t.stride(1) != 1: raise`).
     unit_strides: tuple[int, ...] = ()
+    # TENSOR: provably a tensor (facts known, annotated `torch.Tensor`, or used as one in the
+    # launcher: `.stride(`, `.shape`...); an unknown name is otherwise only *passed* as one.
+    is_tensor: bool = False
+    # TENSOR: the launcher's parameter it is, unchanged (what its callers pass decides its layout).
+    param: str | None = None
+    dtype: str | None = None  # TENSOR: "int64", "int32", ... when the launcher shows it
 
 
 @dataclass(slots=True)

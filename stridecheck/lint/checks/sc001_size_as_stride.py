@@ -31,6 +31,36 @@ def _selects_outer_slice(term) -> bool:
     return bool(src & _SLICE_SOURCES) and not (src & _TILING_SOURCES)
 
 
+def _tiles(term, access, stride: str) -> bool:
+    """``pid * BLOCK * s`` beside ``tl.arange(0, BLOCK) * s``: the block's start in the dimension
+    that ``s`` steps (a tile), not an outer dimension rebuilt from sizes."""
+    blocks = set(term.index.pid_blocks) | {f.text for f in term.factors if f.literal}
+    step_factors = set(term.step.text.replace(" ", "").split("*"))
+    return any(
+        t is not term and stride in t.step.params and (set(t.index.arange_blocks) & (blocks | step_factors))
+        for t in access.terms
+    )
+
+
+def _rebuilt_outer_stride(term, access, kinds) -> str | None:
+    """``block * BLOCK_SIZE * slot_stride`` where ``slot_stride`` alone steps another term of the
+    same pointer: an outer dimension stepped by a size times an inner stride. Returns the stride."""
+    strides = [p for p in term.step.params if kinds.get(p) == ParamKind.STRIDE]
+    others = [f for f in term.factors if f.param not in strides and not f.literal
+              and f.param is not None and kinds.get(f.param) in (ParamKind.SIZE, ParamKind.CONSTEXPR)]
+    if len(strides) != 1 or not others:
+        return None
+    s = strides[0]
+    if not any(t is not term and t.step.params == (s,) for t in access.terms):
+        return None
+    if not _selects_outer_slice(term) and (term.index.sources & {IndexSource.ARANGE, IndexSource.LOOP}
+                                          or _tiles(term, access, s)):
+        return None
+    if _tiles(term, access, s):
+        return None
+    return s
+
+
 def _split_tile(term, access) -> bool:
     blocks = set(term.index.pid_blocks)
     if not blocks:
@@ -62,10 +92,12 @@ def check(tree, options):
             if view.contiguous(access.pointer):
                 continue
             for term in access.terms:
-                if term.step.kind != StepKind.SIZE or is_stride_term(term):
-                    continue
-                if not (_selects_outer_slice(term) or _split_tile(term, access)):
-                    continue
+                rebuilt = _rebuilt_outer_stride(term, access, kinds) if term.step.kind == StepKind.STRIDE else None
+                if rebuilt is None:
+                    if term.step.kind != StepKind.SIZE or is_stride_term(term):
+                        continue
+                    if not (_selects_outer_slice(term) or _split_tile(term, access)):
+                        continue
                 key = (model.path, term.span)
                 if key in seen:
                     continue
