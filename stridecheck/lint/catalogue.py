@@ -40,7 +40,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from stridecheck.lint.model import Finding, Fix, Span
+from stridecheck.lint.model import Finding, Fix, Related, Span
 
 SEVERITIES = ("error", "warning", "info")
 TIERS = ("default", "preview", "opt-in")
@@ -148,16 +148,19 @@ def make_finding(
     preview: bool = False,
     severity: str | None = None,
     fix: Fix | None = None,
+    related=(),
     **fields: object,
 ) -> Finding:
     """A finding whose message and hint are the catalogue's templates filled with ``fields``.
 
     ``preview=True`` marks a lower-tier finding (reported only with ``--preview``, severity
-    ``info`` unless given).
+    ``info`` unless given). ``related`` lists the other places of the same defect, as
+    :class:`~stridecheck.lint.model.Related` or ``(path, span[, note])`` tuples.
     """
     rule = get(code)
     message = rule.message.format(**fields)
     hint = rule.hint.format(**fields) if rule.hint else None
     if severity is None:
         severity = "info" if preview else rule.severity
-    return Finding(path, span, code, message, severity, hint, preview, fix)
+    rel = tuple(r if isinstance(r, Related) else Related(*r) for r in related)
+    return Finding(path, span, code, message, severity, hint, preview, fix, rel)

@@ -795,6 +795,9 @@ class _Collector:
         self._fn: str | None = None
         self._guarded = False
         self._params: frozenset = frozenset()  # the current function's parameters
+        self._public = False  # the current function is a public entry point
+        self._depth = 0  # functions the current one is nested in
+        self._class_bases: tuple[str, ...] = ()
         self._tensor_names: frozenset = frozenset()  # names it uses as tensors
 
     # -- spans and text
@@ -913,8 +916,9 @@ class _Collector:
                 self.function(stmt, scan)
             elif isinstance(stmt, ast.ClassDef):
                 saved_class, self._class = self._class, stmt.name
+                saved_bases, self._class_bases = self._class_bases, tuple(dotted(b) or "" for b in stmt.bases)
                 self.functions(stmt.body, scan)
-                self._class = saved_class
+                self._class, self._class_bases = saved_class, saved_bases
             elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.AsyncWith)):
                 self.functions(stmt.body, scan)
 
@@ -936,6 +940,7 @@ class _Collector:
                 self._callers.add(fn.name)
         self._fn = fn.name
         self._guarded = "stride_guard" in decorators
+        self._public = self._depth == 0 and _public_entry(fn.name, self._class, self._class_bases, decorators)
         state = _State()
         params = _param_names(fn)
         self._params = frozenset(params)
@@ -1023,9 +1028,11 @@ class _Collector:
                 if stmt.finalbody:
                     self.block(stmt.finalbody, state, scan)
             elif isinstance(stmt, _DEFS):
-                saved = (self._fn, self._guarded)
+                saved = (self._fn, self._guarded, self._public, self._params, self._tensor_names)
+                self._depth += 1
                 self.function(stmt, scan)
-                self._fn, self._guarded = saved
+                self._depth -= 1
+                self._fn, self._guarded, self._public, self._params, self._tensor_names = saved
                 state.kill(stmt.name)
             elif isinstance(stmt, ast.ClassDef):
                 self.functions(stmt.body, scan)
@@ -1618,6 +1625,9 @@ class _Collector:
         units = state.units.get(name, frozenset())
         unit_strides = () if units == _ALL_DIMS else tuple(sorted(units))
         param = name if name in self._params and name not in state.rebound else None
+        if param is None and facts is not None and facts.family and facts.family in self._params \
+                and facts.family not in state.rebound and not (facts.contiguous or facts.fresh):
+            param = facts.family  # a view of a parameter: its strides are the caller's
         is_tensor = facts is not None or name in self._tensor_names
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
@@ -1697,7 +1707,7 @@ class _Collector:
         saved_shared, self._shared = self._shared, self.src.call_parens(call)
         try:
             launch = Launch(target=target, span=self.span(call), launcher=self._fn, guarded=self._guarded,
-                            resolved_target=resolved)
+                            resolved_target=resolved, public=self._public)
             if grid_node is not None:
                 launch.grid_text = self.text(grid_node)
                 launch.grid = self.grid_origins(grid_node, state)
@@ -1773,6 +1783,25 @@ _TENSOR_USE = re.compile(
     r"\b([A-Za-z_]\w*)\.(?:stride\(|shape\b|size\(|dtype\b|device\b|is_contiguous\(|data_ptr\(|numel\(|dim\(\)"
     r"|element_size\(|contiguous\(|view\(|reshape\()"
 )
+
+
+# Decorators that register a function as an operator others call (torch.library and friends).
+_REGISTERS = frozenset({"custom_op", "triton_op", "impl", "register_kernel", "register_fake", "register_autograd",
+                        "register_op", "direct_register_custom_op"})
+
+
+def _public_entry(name: str, cls: str | None, bases: tuple[str, ...], decorators: list[str]) -> bool:
+    """Whether a function is where tensors enter from code the launcher's author does not see."""
+    if any(d in _REGISTERS for d in decorators):
+        return True
+    if cls is None:
+        return not name.startswith("_")
+    if name in ("forward", "backward") and any(b.split(".")[-1] in ("Function", "Module") or "Function" in b
+                                               for b in bases):
+        return True
+    if name in ("forward", "__call__"):
+        return not cls.startswith("_")
+    return not name.startswith("_") and not cls.startswith("_")
 
 
 def _exempted(decorators) -> frozenset:

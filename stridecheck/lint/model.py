@@ -297,6 +297,8 @@ class ArgOrigin:
     # TENSOR: the launcher's parameter it is, unchanged (what its callers pass decides its layout).
     param: str | None = None
     dtype: str | None = None  # TENSOR: "int64", "int32", ... when the launcher shows it
+    # TENSOR: tensors a dominating check shows to have the same strides (`assert a.stride() == b.stride()`).
+    same_strides: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -324,6 +326,9 @@ class Launch:
     grid_text: str = ""
     grid: list[ArgOrigin] = field(default_factory=list)  # the grid's entries, when a tuple is visible
     resolved_target: str | None = None  # `target` after a launcher-local alias (`k = _kernel; k[g](...)`)
+    # The launcher is a public entry point: a public module-level function, a public method of a
+    # public class, ``forward``/``backward`` of a module or autograd Function, a registered op.
+    public: bool = False
 
 
 # ----------------------------------------------------------------------------- module
@@ -362,6 +367,16 @@ class Fix:
 
 
 @dataclass(frozen=True, slots=True)
+class Related:
+    """Another place of the same defect (a line repeating the product, another launch of the
+    kernel, a copy of the helper): reported with the finding, not as a finding of its own."""
+
+    path: str
+    span: Span
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One diagnostic. ``name``, ``severity`` and ``message`` templates come from the catalogue."""
 
@@ -373,6 +388,7 @@ class Finding:
     hint: str | None = None
     preview: bool = False  # reported only with --preview (the lower tier)
     fix: Fix | None = None
+    related: tuple[Related, ...] = ()  # the other places of the same defect
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.line, self.span.column, self.code)

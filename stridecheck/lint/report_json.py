@@ -48,6 +48,11 @@ def finding_dict(f: Finding) -> dict:
         "message": f.message,
         "hint": f.hint,
         "fix": fix,
+        "related": [
+            {"path": r.path, "line": r.span.line, "column": r.span.column, "end_line": r.span.end_line,
+             "end_column": r.span.end_column, "note": r.note}
+            for r in f.related
+        ],
     }
 
 

@@ -95,6 +95,19 @@ def sarif_log(
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
+        if f.related:
+            result["relatedLocations"] = [
+                {
+                    "id": i,
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(r.path)},
+                        "region": {"startLine": r.span.line, "startColumn": r.span.column,
+                                   "endLine": r.span.end_line, "endColumn": r.span.end_column},
+                    },
+                    **({"message": {"text": r.note}} if r.note else {}),
+                }
+                for i, r in enumerate(f.related, 1)
+            ]
         if f.fix is not None:
             result["fixes"] = [
                 {

@@ -113,11 +113,14 @@ def write(
             lines = excerpt(f, source_lines(f.path), paint)
             for line in lines:
                 out.write(line + "\n")
+        for r in f.related:
+            where = f"{r.path}:{r.span.line}:{r.span.column}" if r.path != f.path else f"line {r.span.line}:{r.span.column}"
+            out.write(f"  {paint('=', '34')} {paint('also', '1')}: {where}{': ' + r.note if r.note else ''}\n")
         if f.hint:
             out.write(f"  {paint('=', '34')} {paint('hint', '1')}: {f.hint}\n")
         if f.fix is not None:
             out.write(f"  {paint('=', '34')} {paint('fix', '1')} ({f.fix.safety}): {f.fix.description or 'available'}\n")
-        if show_source or f.hint:
+        if show_source or f.hint or f.related:
             out.write("\n")
     if not quiet:
         out.write(summary(findings, files_checked, elapsed, fixed) + "\n")

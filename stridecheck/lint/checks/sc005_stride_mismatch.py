@@ -13,6 +13,8 @@ than the one P receives (and not a view of it, nor a ``*_like`` allocation of it
 from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
+from stridecheck.lint.checks._kernel_side import judged_kernels
+from stridecheck.lint.provenance import layout_of
 from stridecheck.lint.fixes import swap_fix
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
 from stridecheck.lint.stride_pairs import (
@@ -29,48 +31,90 @@ def _fam(o):
 
 
 def _in_kernel(tree, reported):
-    for model, kernel in tree.kernels():
+    for model, kernel in judged_kernels(tree):
         named = pair_by_name(kernel)
-        if not named:
-            continue
         mine = own_strides(kernel, named)
         launches = tree.launches_of(model, kernel)
         for acc in kernel.accesses:
             p = acc.pointer
-            if p is None or not mine.get(p):
+            if p is None:
                 continue
             for term in acc.terms:
                 if term.step.kind is not StepKind.STRIDE:
                     continue
                 for s in term.step.params:
-                    owner = named.get(s)
-                    if owner is None or owner == p:
+                    q = kernel.param(s)
+                    if q is None or q.kind is not ParamKind.STRIDE or s in mine.get(p, ()):
                         continue
-                    if _launches_agree(launches, s, p):
+                    verdict = _judge(launches, s, p, named, mine)
+                    if verdict is None:
                         continue
+                    preview, owner, why = verdict
                     key = (model.path, term.span, s)
                     if key in reported:
                         continue
                     reported.add(key)
+                    own = mine.get(p)
                     yield make_finding(
-                        "SC005", model.path, term.span,
+                        "SC005", model.path, term.span, preview=preview,
                         product=term.text, pointer=p, stride=s, owner=owner,
                         detail=f"`{term.text}` steps `{p}` by `{s}`, a stride of `{owner}`; "
-                        f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in mine[p])})",
+                        + (f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in own)})" if own
+                           else f"pass and use `{p}`'s own strides") + (f" ({why})" if why else ""),
                     )
 
 
-def _launches_agree(launches, stride, pointer) -> bool:
-    """Every launch feeds ``stride`` the stride of the tensor ``pointer`` receives (names lie)."""
-    if not launches:
-        return False
+def _judge(launches, stride, pointer, named, mine):
+    """Whether ``stride`` stepping ``pointer`` is another tensor's stride: (preview, owner, why),
+    or None when it is not (or nothing says so).
+
+    The launches decide where they bind both: a stride of tensor X stepping the pointer bound to
+    tensor Y is wrong unless the launcher establishes that X and Y share strides (the same tensor
+    or a view of it, ``empty_like``, an asserted stride equality, both contiguous). Where no launch
+    binds them, the names decide. The default tier wants a slip (the pointer's own strides are
+    there, unused in this place) or a layout that the launch side shows reaching the kernel
+    (a strided view, or a public entry point's unchecked argument); the rest is preview."""
+    seen = []
     for bl in launches:
-        s, p = bl.bound.get(stride), bl.bound.get(pointer)
-        if s is None or p is None or s.kind is not OriginKind.STRIDE or p.kind is not OriginKind.TENSOR:
-            return False
-        if _fam(s) != _fam(p):
-            return False
-    return True
+        so, po = bl.bound.get(stride), bl.bound.get(pointer)
+        if so is None or po is None or so.kind is not OriginKind.STRIDE or po.kind is not OriginKind.TENSOR \
+                or not so.tensor or not po.tensor or po.opaque:
+            continue
+        seen.append((bl, so, po))
+    if seen:
+        wrong = [(bl, so, po) for bl, so, po in seen if not _share(so, po, bl)]
+        if not wrong:
+            return None
+        bl, so, po = wrong[0]
+        evidence = [layout_of(po, bl.launch), layout_of(_tensor_arg(bl, so.tensor), bl.launch)]
+        strong = next((e for e in evidence if e.default_tier), None)
+        slip = bool(mine.get(pointer))
+        why = strong.why if strong else ""
+        return (not (strong or slip), so.tensor, why)
+    owner = named.get(stride)
+    if owner is None or owner == pointer:
+        return None
+    return (not mine.get(pointer), owner, "")
+
+
+def _tensor_arg(bl, tensor):
+    """The launch's argument that is ``tensor`` (for its layout), if any."""
+    for o in bl.bound.values():
+        if o.kind is OriginKind.TENSOR and o.tensor == tensor:
+            return o
+    return None
+
+
+def _share(so, po, bl) -> bool:
+    """The launcher establishes that the tensor ``so`` is a stride of and the tensor ``po`` share strides."""
+    if _fam(so) == _fam(po) or so.tensor == po.tensor:
+        return True
+    if po.like_of == so.tensor or so.like_of == po.tensor:
+        return True
+    if so.tensor in po.same_strides or po.tensor in so.same_strides:
+        return True
+    other = _tensor_arg(bl, so.tensor)
+    return bool(po.contiguous and (so.contiguous or (other is not None and other.contiguous)))
 
 
 def _at_launch(tree, reported):
