@@ -1707,7 +1707,7 @@ class _Collector:
         saved_shared, self._shared = self._shared, self.src.call_parens(call)
         try:
             launch = Launch(target=target, span=self.span(call), launcher=self._fn, guarded=self._guarded,
-                            resolved_target=resolved, public=self._public)
+                            resolved_target=resolved, public=self._public, params=tuple(sorted(self._params)))
             if grid_node is not None:
                 launch.grid_text = self.text(grid_node)
                 launch.grid = self.grid_origins(grid_node, state)

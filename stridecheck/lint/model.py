@@ -329,6 +329,7 @@ class Launch:
     # The launcher is a public entry point: a public module-level function, a public method of a
     # public class, ``forward``/``backward`` of a module or autograd Function, a registered op.
     public: bool = False
+    params: tuple[str, ...] = ()  # the launcher's parameters
 
 
 # ----------------------------------------------------------------------------- module

@@ -42,6 +42,12 @@ def layout_of(o: ArgOrigin | None, launch) -> Layout:
     if o is None or o.kind is not OriginKind.TENSOR or o.text == "None":
         return Layout(UNKNOWN)
     where = f"`{launch.launcher}`" if launch.launcher else "the launching module"
+    if o.like_of and not o.contiguous and not o.contiguous_in_module:
+        # `torch.empty_like(x)` keeps x's strides (preserve_format): its layout is x's.
+        if o.like_of in launch.params and launch.public and not launch.guarded:
+            return Layout(LATENT, f"`{o.text}` is made like `{o.like_of}`, which reaches the kernel's launch "
+                                  f"unchecked from {where}, a public entry point")
+        return Layout(UNKNOWN, f"`{o.text}` keeps the strides of `{o.like_of}`")
     if o.contiguous or o.fresh or o.contiguous_in_module:
         return Layout(PACKED, f"`{o.text}` is contiguous where {where} launches")
     if o.strided_view:
@@ -52,3 +58,61 @@ def layout_of(o: ArgOrigin | None, launch) -> Layout:
         via = "" if o.param == o.text else f" (through `{o.text}`)"
         return Layout(LATENT, f"`{o.param}`{via} reaches the kernel unchecked from {where}, a public entry point")
     return Layout(UNKNOWN, f"nothing in {where} shows the layout of `{o.text}`")
+
+
+def kernel_layout(launches, pointer: str) -> Layout:
+    """The verdict over every resolved launch of a kernel for the tensor bound to ``pointer``:
+    ``packed`` only when every launch packs it; else the strongest evidence of any launch
+    (``live`` before ``latent``); ``unknown`` with no launch in view."""
+    if not launches:
+        return Layout(UNKNOWN, "no launch of the kernel is in view")
+    got = [layout_of(bl.bound.get(pointer), bl.launch) for bl in launches]
+    if all(g.kind == PACKED for g in got):
+        return got[0]
+    for kind in (LIVE, LATENT):
+        for g in got:
+            if g.kind == kind:
+                return g
+    return next((g for g in got if g.kind == UNKNOWN), got[0])
+
+
+def origin_text(o: ArgOrigin) -> str:
+    """What an argument is, in the launcher's terms: `logits.shape[1]` for a name unpacked from a shape."""
+    if o.kind is OriginKind.SHAPE and o.tensor and o.dim is not None and "shape" not in o.text and "size(" not in o.text:
+        return f"{o.tensor}.shape[{o.dim}]"
+    if o.kind is OriginKind.STRIDE and o.tensor and o.dim is not None and "stride" not in o.text:
+        return f"{o.tensor}.stride({o.dim})"
+    return o.text
+
+
+def _extent_tensors(o: ArgOrigin) -> set[str]:
+    """The tensors whose extents a size argument is built from (`n, v = logits.shape` -> logits)."""
+    if o.kind in (OriginKind.SHAPE, OriginKind.NUMEL) and o.tensor:
+        return {o.family or o.tensor}
+    out: set[str] = set()
+    for f in o.factors:
+        out |= _extent_tensors(f)
+    return out
+
+
+def step_layout(launches, pointer: str, sizes) -> Layout:
+    """The verdict for a pointer stepped by the logical sizes ``sizes``: a size that a launch builds
+    from another tensor's extents (`step * n_vocab` on `cache`, `n_vocab = logits.shape[1]`) is
+    wrong for any layout of the pointer's tensor whose extent differs, contiguous or not (the
+    founding bug: a cache one column wider than the logits): ``live``. Otherwise as
+    :func:`kernel_layout`: only contiguity makes a size the stride."""
+    for bl in launches:
+        o = bl.bound.get(pointer)
+        if o is None or o.kind is not OriginKind.TENSOR or not o.tensor or o.fresh:
+            continue  # an allocation is made with the extents it is addressed by
+        mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides)
+        for s in sizes:
+            so = bl.bound.get(s)
+            if so is None:
+                continue
+            foreign = _extent_tensors(so) - mine
+            if foreign:
+                where = f"`{bl.launch.launcher}`" if bl.launch.launcher else "the launching module"
+                other = sorted(foreign)[0]
+                return Layout(LIVE, f"{where} passes `{s}` = `{origin_text(so)}`, an extent of `{other}`, not of `{o.text}`")
+    return kernel_layout(launches, pointer)

@@ -61,7 +61,8 @@ def test_json_keys_stable():
     out = io.StringIO()
     report_json.write(out, [_finding(fix=fix), _finding(hint=None)])
     items = json.loads(out.getvalue())
-    keys = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "hint", "fix"]
+    keys = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "hint", "fix",
+            "related"]
     assert [list(i) for i in items] == [keys, keys]
     assert items[0]["fix"] == {
         "safety": "unsafe",

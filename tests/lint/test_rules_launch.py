@@ -79,11 +79,23 @@ def test_sc003_fires_when_a_launch_passes_a_strided_view(tmp_path, prelude):
     assert "row * n_cols" in found[0].message and "strided view" in found[0].message
 
 
+@pytest.mark.parametrize("prelude", ["pass", "x = torch.empty_like(x)", "y = x.contiguous()"])
+def test_sc003_public_entry_points_argument_unchecked_is_the_default_tier(tmp_path, prelude):
+    # `row_sums(x)` is a public function: whatever its callers pass reaches the kernel (certain latent).
+    found = lint_tree(tmp_path, {"m.py": _rows_launcher(prelude)})
+    assert [(f.code, f.severity, f.preview) for f in found] == [("SC003", "warning", False)]
+    assert "public entry point" in found[0].message
+
+
 @pytest.mark.parametrize("prelude", ["pass", "x = torch.empty_like(x)", "y = x.contiguous()", "x = x[1:]"])
 def test_sc003_tensor_of_unknown_layout_is_the_lower_tier(tmp_path, prelude):
-    # A caller's argument nobody checks: on real code mostly made contiguous further up.
-    assert lint_tree(tmp_path, {"m.py": _rows_launcher(prelude)}) == []
-    found = lint_tree(tmp_path, {"m.py": _rows_launcher(prelude)}, preview=True)
+    # A private launcher's argument, its callers out of sight (or a view whose origin is lost):
+    # on real code mostly made contiguous further up.
+    src = _rows_launcher(prelude).replace("def row_sums(", "def _row_sums(")
+    if prelude.startswith("x = x[1:]"):
+        src = _rows_launcher(prelude)
+    assert lint_tree(tmp_path, {"m.py": src}) == []
+    found = lint_tree(tmp_path, {"m.py": src}, preview=True)
     assert [(f.code, f.severity, f.preview) for f in found] == [("SC003", "info", True)]
     assert "assumes packed inner dimensions" in found[0].message
 

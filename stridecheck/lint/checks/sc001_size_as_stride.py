@@ -20,6 +20,7 @@ from stridecheck.lint.checks._kernel_side import (
 )
 from stridecheck.lint.kernels import tensor_of
 from stridecheck.lint.model import IndexSource, ParamKind, StepKind
+from stridecheck.lint.provenance import PACKED, step_layout
 
 CODE = "SC001"
 _SLICE_SOURCES = frozenset({IndexSource.LOADED, IndexSource.SCALAR_ARG})
@@ -53,10 +54,10 @@ def _rebuilt_outer_stride(term, access, kinds) -> str | None:
     s = strides[0]
     if not any(t is not term and t.step.params == (s,) for t in access.terms):
         return None
-    if not _selects_outer_slice(term) and (term.index.sources & {IndexSource.ARANGE, IndexSource.LOOP}
-                                          or _tiles(term, access, s)):
-        return None
-    if _tiles(term, access, s):
+    # A loaded block id (`tl.load(block_table + i)`) selects a block of a cache whose blocks are a
+    # dimension of their own; a program id times a chunk size (`pid_c * chunk_size * stride_seq`)
+    # starts a chunk of the very dimension the stride steps.
+    if not _selects_outer_slice(term) or _tiles(term, access, s):
         return None
     return s
 
@@ -89,8 +90,6 @@ def check(tree, options):
         for access in accesses:
             if access.byte_record or access.pointer not in strided:
                 continue
-            if view.contiguous(access.pointer):
-                continue
             for term in access.terms:
                 rebuilt = _rebuilt_outer_stride(term, access, kinds) if term.step.kind == StepKind.STRIDE else None
                 if rebuilt is None:
@@ -98,12 +97,19 @@ def check(tree, options):
                         continue
                     if not (_selects_outer_slice(term) or _split_tile(term, access)):
                         continue
+                sizes = [p for p in term.step.params if p != rebuilt]
+                layout = step_layout(view.launches, access.pointer, sizes)
+                if layout.kind == PACKED:
+                    continue
                 key = (model.path, term.span)
                 if key in seen:
                     continue
                 seen.add(key)
+                # One pointer stepped by a stride for one dimension and by a size for another is
+                # itself the evidence (the launches can only clear it, by packing the tensor).
                 yield make_finding(
                     CODE, model.path, term.span,
                     product=term.text, pointer=access.pointer, size=term.step.text,
                     tensor=tensor_of(access.pointer), dim=term_dimension(access, term),
+                    evidence=f" ({layout.why})" if layout.default_tier else "",
                 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.provenance import PACKED, step_layout
 from stridecheck.lint.stride_pairs import stride_named
 
 
@@ -47,6 +48,16 @@ def _size_steps(kernel, pointer, stride_names=()):
     return found
 
 
+def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
+    """Safe advice: `.contiguous()` returns a copy, so never for a tensor the kernel writes (the
+    writes would go to the copy) nor for one already contiguous."""
+    if written:
+        return (f"pass and use `{tensor}`'s strides, or check its layout before the launch "
+                f"(`assert {tensor}.is_contiguous()`, or `@stride_guard`); a copy would take the kernel's writes")
+    return (f"pass and use `{tensor}`'s strides, or make it contiguous in the launcher "
+            f"(`{tensor} = {tensor}.contiguous()`) or check it (`@stride_guard`)")
+
+
 def check(tree, options):
     helpers = helper_names(tree.models)
     reported = set()
@@ -60,33 +71,24 @@ def check(tree, options):
             steps = _size_steps(kernel, p.name, options.extra_stride_names)
             if not steps:
                 continue
-            passed = [bl.bound.get(p.name) for bl in launches]
-            passed = [o for o in passed if o is not None]
-            if passed:
-                loose = [o for o in passed if o.kind in (OriginKind.TENSOR, OriginKind.OTHER)
-                         and not (o.contiguous or o.contiguous_in_module) and o.text != "None"]
-                if not loose:
-                    continue
-                views = [o for o in loose if o.strided_view]
-                # Default tier: the launcher itself makes a strided view (`padded[:, :vocab]`, `x.t()`)
-                # and hands it over. A tensor of unknown layout (a caller's argument nobody checks)
-                # is the lower tier: on real code most of those are made contiguous further up.
-                preview = not views
-                tensor = (views or loose)[0].text
-            else:
-                if launches:
-                    continue  # launched, but this argument could not be placed (*args): unknown
-                preview, tensor = True, tensor_word(p.name)
+            passed = [o for o in (bl.bound.get(p.name) for bl in launches) if o is not None]
+            if launches and not passed:
+                continue  # launched, but this argument could not be placed (*args): unknown
+            sizes = sorted({q for _, _, size in steps for q in size.replace("*", " ").split()
+                            if (k := kernel.param(q)) is not None and k.kind is ParamKind.SIZE})
+            layout = step_layout(launches, p.name, sizes)
+            if layout.kind == PACKED:
+                continue
+            written = any(a.writes for a in kernel.accesses if a.pointer == p.name)
+            tensor = next((o.text for o in passed if o.kind is OriginKind.TENSOR), tensor_word(p.name))
             for span, product, size in steps:
                 key = (model.path, span)
                 if key in reported:
                     continue
                 reported.add(key)
                 yield make_finding(
-                    "SC003", model.path, span, preview=preview,
+                    "SC003", model.path, span, preview=not layout.default_tier,
                     product=product, pointer=p.name, size=size, tensor=tensor,
-                    detail=(f"a launch passes `{tensor}`, a strided view" if not preview
-                            else f"assumes packed inner dimensions (a launch passes `{tensor}`, whose layout "
-                            "nothing in the launcher establishes)" if passed
-                            else "assumes packed inner dimensions"),
+                    detail=layout.why if layout.default_tier else f"assumes packed inner dimensions ({layout.why})",
+                    advice=_advice(kernel, p.name, tensor, written, layout),
                 )

@@ -111,11 +111,26 @@ def _example(step: str) -> str:
     return f"e.g. at row 524,288 when `{step}` is 4,096"
 
 
+def _indexed_within_rows(kernel) -> set[str]:
+    """Pointers some address of which also indexes inside a row (a unit-step or second stepped
+    term beside the row's): tensors of two or more dimensions. A pointer only ever addressed by
+    one row index is a vector (a per-row scale, a length, a slot table): its row index times its
+    stride stays below its element count, which a row count bounds."""
+    out = set()
+    for access in address_accesses(kernel):
+        if len(access.terms) >= 2:
+            out.add(access.pointer)
+    return out
+
+
 def check(tree, options):
     for model, kernel in judged_kernels(tree):
         launches = tree.launches_of(model, kernel)
         groups = defaultdict(list)
+        wide = _indexed_within_rows(kernel)
         for access in address_accesses(kernel):
+            if access.pointer not in wide:
+                continue
             if access.via_block or access.byte_record:
                 continue
             position = 0
