@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+from stridecheck.lint.callgraph import collect_calls
 from stridecheck.lint.kernels import build_kernels
 from stridecheck.lint.launches import collect
 from stridecheck.lint.model import ModuleModel
@@ -51,4 +52,5 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
     model.kernel_aliases = dict(info.kernel_aliases)
     model.allocators = tuple(info.allocators)
     model.contiguous_returns = tuple(info.contiguous_returns)
+    model.functions, model.calls, model.attrs = collect_calls(tree)
     return model

@@ -71,6 +71,7 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 
+from stridecheck.lint.callgraph import public_entry
 from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck
 
 __all__ = ["LaunchInfo", "collect", "dotted"]
@@ -940,7 +941,7 @@ class _Collector:
                 self._callers.add(fn.name)
         self._fn = fn.name
         self._guarded = "stride_guard" in decorators
-        self._public = self._depth == 0 and _public_entry(fn.name, self._class, self._class_bases, decorators)
+        self._public = self._depth == 0 and public_entry(fn.name, self._class, self._class_bases, decorators)
         state = _State()
         params = _param_names(fn)
         self._params = frozenset(params)
@@ -1707,7 +1708,8 @@ class _Collector:
         saved_shared, self._shared = self._shared, self.src.call_parens(call)
         try:
             launch = Launch(target=target, span=self.span(call), launcher=self._fn, guarded=self._guarded,
-                            resolved_target=resolved, public=self._public, params=tuple(sorted(self._params)))
+                            resolved_target=resolved, public=self._public, params=tuple(sorted(self._params)),
+                            launcher_class=self._class if self._depth == 0 else None)
             if grid_node is not None:
                 launch.grid_text = self.text(grid_node)
                 launch.grid = self.grid_origins(grid_node, state)
@@ -1783,25 +1785,6 @@ _TENSOR_USE = re.compile(
     r"\b([A-Za-z_]\w*)\.(?:stride\(|shape\b|size\(|dtype\b|device\b|is_contiguous\(|data_ptr\(|numel\(|dim\(\)"
     r"|element_size\(|contiguous\(|view\(|reshape\()"
 )
-
-
-# Decorators that register a function as an operator others call (torch.library and friends).
-_REGISTERS = frozenset({"custom_op", "triton_op", "impl", "register_kernel", "register_fake", "register_autograd",
-                        "register_op", "direct_register_custom_op"})
-
-
-def _public_entry(name: str, cls: str | None, bases: tuple[str, ...], decorators: list[str]) -> bool:
-    """Whether a function is where tensors enter from code the launcher's author does not see."""
-    if any(d in _REGISTERS for d in decorators):
-        return True
-    if cls is None:
-        return not name.startswith("_")
-    if name in ("forward", "backward") and any(b.split(".")[-1] in ("Function", "Module") or "Function" in b
-                                               for b in bases):
-        return True
-    if name in ("forward", "__call__"):
-        return not cls.startswith("_")
-    return not name.startswith("_") and not cls.startswith("_")
 
 
 def _exempted(decorators) -> frozenset:

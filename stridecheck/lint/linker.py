@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from stridecheck.lint.kernels import refine_kernel
-from stridecheck.lint.model import ArgOrigin, Kernel, Launch, ModuleModel, OriginKind, ParamKind
+from stridecheck.lint.model import ArgOrigin, CallSite, Kernel, Launch, ModuleModel, OriginKind, ParamKind
 
 # Keyword arguments a launch accepts besides the kernel's parameters (Triton's launcher options).
 LAUNCH_OPTIONS = frozenset(
@@ -187,6 +187,57 @@ class Tree:
                 self._launches[(kmodel.path, kernel.name)].append(bl)
                 self._bound_launches.append(bl)
         self._refine_roles()
+        self._callers: dict[tuple[int, str], list[tuple[ModuleModel, CallSite]]] | None = None
+
+    # -- the host side's call graph
+
+    def callers_of(self, model: ModuleModel, qualname: str) -> list[tuple[ModuleModel, CallSite]]:
+        """The call sites in the tree of the function ``qualname`` of ``model``."""
+        if self._callers is None:
+            self._callers = defaultdict(list)
+            for m in self.models:
+                for site in m.calls:
+                    found = self.resolve_function(m, site.callee, site.caller)
+                    if found is not None:
+                        self._callers[(id(found[0]), found[1])].append((m, site))
+        return self._callers.get((id(model), qualname), [])
+
+    def resolve_function(self, model: ModuleModel, name: str, caller: str = "",
+                         hops: int = _MAX_HOPS) -> tuple[ModuleModel, str] | None:
+        """The function a call reaches (``f``, ``mod.f``, ``self.m``, ``Cls.apply`` -> its
+        ``forward``), as (model, qualified name), or None."""
+        if hops <= 0:
+            return None
+        head, _, rest = name.partition(".")
+        if head == "self":
+            cls = caller.split(".")[0] if "." in caller else None
+            q = f"{cls}.{rest}" if cls else None
+            return (model, q) if q in model.functions else None
+        if rest == "apply" and f"{head}.forward" in model.functions:
+            return model, f"{head}.forward"
+        if not rest and name in model.functions:
+            return model, name
+        imported = model.imports.get(head)
+        if imported is None:
+            return None
+        if imported.startswith("."):
+            imported = _resolve_relative(model, imported)
+            if imported is None:
+                return None
+        parts = (imported + ("." + rest if rest else "")).split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            target = self.module_named(".".join(parts[:cut]))
+            if target is None:
+                continue
+            remaining = ".".join(parts[cut:])
+            if remaining in target.functions:
+                return target, remaining
+            if remaining.endswith(".apply") and remaining[:-6] + ".forward" in target.functions:
+                return target, remaining[:-6] + ".forward"
+            if "." not in remaining and remaining in target.imports:
+                return self.resolve_function(target, remaining, "", hops - 1)
+            return None
+        return None
 
     def _refine_roles(self) -> None:
         """Re-classify the parameters whose launches say what they are: every resolved launch

@@ -330,6 +330,42 @@ class Launch:
     # public class, ``forward``/``backward`` of a module or autograd Function, a registered op.
     public: bool = False
     params: tuple[str, ...] = ()  # the launcher's parameters
+    launcher_class: str | None = None  # the class whose method the launcher is
+
+
+# ----------------------------------------------------------------------------- call graph
+
+
+@dataclass(frozen=True, slots=True)
+class ArgFact:
+    """What a call passes for one argument, as far as the calling function shows: ``packed``
+    (contiguous, allocated), ``strided`` (a slice of an inner dimension, a transpose...: not
+    packed), ``param`` (the caller's own parameter ``name``, unchanged or through a view that keeps
+    its strides), ``like`` (``empty_like(name)``), ``attr`` (``self.name``), ``unknown``."""
+
+    kind: str
+    name: str | None = None
+    text: str = ""
+
+
+@dataclass(slots=True)
+class CallSite:
+    caller: str  # qualified name of the calling function in its module ("f", "Cls.method")
+    callee: str  # as written: "f", "mod.f", "self.m", "Cls.apply"
+    line: int
+    args: tuple[ArgFact, ...] = ()
+    kwargs: dict[str, ArgFact] = field(default_factory=dict)
+    star: bool = False  # a *args / **kwargs: positions after it are unknown
+
+
+@dataclass(slots=True)
+class FunctionInfo:
+    qualname: str  # "f", "Cls.method"
+    params: tuple[str, ...]
+    public: bool  # an entry point for code out of sight (see launches._public_entry)
+    contiguous_params: tuple[str, ...] = ()  # made contiguous at entry by a decorator
+    guarded: bool = False  # wrapped by @stride_guard
+    line: int = 0
 
 
 # ----------------------------------------------------------------------------- module
@@ -349,6 +385,10 @@ class ModuleModel:
     # module functions every return of which is a contiguous tensor (not necessarily a new one:
     # `return x.permute(order).contiguous()`)
     contiguous_returns: tuple[str, ...] = ()
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)  # qualname -> what callers need
+    calls: list[CallSite] = field(default_factory=list)  # calls of functions that may launch, with facts
+    # class -> attribute -> "packed" when every assignment of `self.<attr>` in the class allocates it
+    attrs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- findings

@@ -1,18 +1,21 @@
-"""What the launch side shows about a tensor's layout where it reaches a kernel, and how sure.
+"""What the host side shows about a tensor's layout where it reaches a kernel, and how sure.
 
-The launch-side rules (SC002-SC005, SC007) and the tiers read one verdict per (launch, tensor
-argument), built from :class:`~stridecheck.lint.model.ArgOrigin`:
+The rules and their tiers read one verdict per (launch, tensor argument), built from the
+launcher's own facts (:class:`~stridecheck.lint.model.ArgOrigin`) and, for a tensor that is a
+parameter of the launcher, from what the launcher's callers in the linted tree pass
+(:meth:`~stridecheck.lint.linker.Tree.callers_of`, followed up to ``MAX_DEPTH`` calls):
 
-* ``packed``: contiguous or freshly allocated in the launcher, or by every caller of it in the
-  module (a decorator, ``ctx.saved_tensors`` of a contiguous tensor, an allocator it calls);
-* ``live``: a strided view made on the way (``x[:, :n]``, ``x.t()``, ``expand``): a layout that
-  breaks a packed assumption reaches the kernel;
+* ``packed``: contiguous or allocated in the launcher, or by every caller of it (a decorator that
+  makes arguments contiguous, ``.contiguous()``, an allocation, an attribute every assignment of
+  which allocates, ``ctx.saved_tensors`` of a contiguous tensor), or checked by ``@stride_guard``;
+* ``live``: a strided view made on the way (``x[:, :n]``, ``x.t()``, ``expand``) reaches the
+  kernel: a layout that breaks a packed assumption;
 * ``latent``: a parameter of a public entry point (a public function, a public method,
-  ``forward``/``backward`` of a module or an autograd Function, a registered op) reaches the
-  kernel unchanged (or through a view that keeps its strides) with no layout check on the way:
-  whatever its callers pass, the kernel gets;
-* ``unknown``: anything else (a private launcher whose callers are out of sight, a tensor
-  returned by a call the analysis does not follow, a name it cannot place).
+  ``forward``/``backward`` of a module or an autograd Function, a registered operator) with no
+  caller in view reaches the kernel unchanged (or through a view that keeps its strides, or an
+  ``empty_like`` of it) with no layout check on the way: whatever its callers pass, the kernel gets;
+* ``unknown``: anything else (a private function whose callers are out of sight, a tensor
+  returned by a call the analysis does not follow).
 
 The default tier wants ``live`` or ``latent`` (the message says which, and where the tensor came
 from); ``unknown`` is the preview tier's.
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from stridecheck.lint.model import ArgOrigin, OriginKind
 
 PACKED, LIVE, LATENT, UNKNOWN = "packed", "live", "latent", "unknown"
+MAX_DEPTH = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,43 +41,118 @@ class Layout:
         return self.kind in (LIVE, LATENT)
 
 
-def layout_of(o: ArgOrigin | None, launch) -> Layout:
-    """The layout verdict of one tensor argument ``o`` of ``launch`` (a :class:`Launch`)."""
-    if o is None or o.kind is not OriginKind.TENSOR or o.text == "None":
+def _combine(got: list[Layout]) -> Layout:
+    """Every path packed: packed; else the strongest evidence of any path."""
+    if not got:
         return Layout(UNKNOWN)
-    where = f"`{launch.launcher}`" if launch.launcher else "the launching module"
-    if o.like_of and not o.contiguous and not o.contiguous_in_module:
-        # `torch.empty_like(x)` keeps x's strides (preserve_format): its layout is x's.
-        if o.like_of in launch.params and launch.public and not launch.guarded:
-            return Layout(LATENT, f"`{o.text}` is made like `{o.like_of}`, which reaches the kernel's launch "
-                                  f"unchecked from {where}, a public entry point")
-        return Layout(UNKNOWN, f"`{o.text}` keeps the strides of `{o.like_of}`")
-    if o.contiguous or o.fresh or o.contiguous_in_module:
-        return Layout(PACKED, f"`{o.text}` is contiguous where {where} launches")
-    if o.strided_view:
-        return Layout(LIVE, f"`{o.text}` is a strided view made in {where}")
-    if o.opaque or o.alloc_call:
-        return Layout(UNKNOWN, f"`{o.text}` comes from a call the analysis does not follow")
-    if o.param is not None and launch.public and not launch.guarded:
-        via = "" if o.param == o.text else f" (through `{o.text}`)"
-        return Layout(LATENT, f"`{o.param}`{via} reaches the kernel unchecked from {where}, a public entry point")
-    return Layout(UNKNOWN, f"nothing in {where} shows the layout of `{o.text}`")
-
-
-def kernel_layout(launches, pointer: str) -> Layout:
-    """The verdict over every resolved launch of a kernel for the tensor bound to ``pointer``:
-    ``packed`` only when every launch packs it; else the strongest evidence of any launch
-    (``live`` before ``latent``); ``unknown`` with no launch in view."""
-    if not launches:
-        return Layout(UNKNOWN, "no launch of the kernel is in view")
-    got = [layout_of(bl.bound.get(pointer), bl.launch) for bl in launches]
     if all(g.kind == PACKED for g in got):
         return got[0]
-    for kind in (LIVE, LATENT):
+    for kind in (LIVE, LATENT, UNKNOWN):
         for g in got:
             if g.kind == kind:
                 return g
-    return next((g for g in got if g.kind == UNKNOWN), got[0])
+    return got[0]
+
+
+def _where(launch) -> str:
+    if not launch.launcher:
+        return "the launching module"
+    return f"`{launch.launcher_class + '.' if launch.launcher_class else ''}{launch.launcher}`"
+
+
+def caller_layout(tree, model, qualname: str, param: str, depth: int = 0, seen=None) -> Layout:
+    """The layout of parameter ``param`` of function ``qualname`` (in ``model``), from its callers."""
+    info = model.functions.get(qualname)
+    if info is None or param not in info.params:
+        return Layout(UNKNOWN)
+    if info.guarded:
+        return Layout(PACKED, f"`{qualname}` is guarded by `@stride_guard`")
+    if param in info.contiguous_params:
+        return Layout(PACKED, f"a decorator of `{qualname}` makes `{param}` contiguous")
+    key = (id(model), qualname, param)
+    seen = seen or set()
+    if key in seen:
+        return Layout(UNKNOWN)
+    seen = seen | {key}
+    sites = tree.callers_of(model, qualname) if tree is not None else []
+    if not sites:
+        if info.public:
+            return Layout(LATENT, f"`{param}` comes unchecked from `{qualname}`, a public entry point")
+        return Layout(UNKNOWN, f"no caller of `{qualname}` is in view")
+    if depth >= MAX_DEPTH:
+        return Layout(UNKNOWN, f"the callers of `{qualname}` are too far up")
+    got = []
+    for cm, site in sites:
+        fact = _bound(site, info, param)
+        got.append(_fact_layout(tree, cm, site, fact, depth, seen))
+    return _combine(got)
+
+
+def _bound(site, info, param):
+    """The fact a call site passes for ``param`` (None when it cannot be placed)."""
+    params = list(info.params)
+    if site.callee.startswith("self.") or site.callee.endswith(".apply") or "." in info.qualname:
+        params = params[1:]  # `self` / `ctx`
+    if param in site.kwargs:
+        return site.kwargs[param]
+    if param in params:
+        i = params.index(param)
+        if i < len(site.args):
+            return site.args[i]
+    return None
+
+
+def _fact_layout(tree, model, site, fact, depth, seen) -> Layout:
+    where = f"`{site.caller}` (line {site.line})"
+    if fact is None:
+        return Layout(UNKNOWN, f"{where} passes it through `*args`")
+    if fact.kind == "packed":
+        return Layout(PACKED, f"{where} passes a contiguous tensor")
+    if fact.kind == "strided":
+        return Layout(LIVE, f"{where} passes a strided view{' `' + fact.text + '`' if fact.text else ''}")
+    if fact.kind in ("param", "like") and fact.name:
+        return caller_layout(tree, model, site.caller, fact.name, depth + 1, seen)
+    if fact.kind == "attr" and fact.name:
+        cls = site.caller.split(".")[0] if "." in site.caller else None
+        if cls and model.attrs.get(cls, {}).get(fact.name) == "packed":
+            return Layout(PACKED, f"`self.{fact.name}` is allocated by its class")
+    return Layout(UNKNOWN, f"nothing shows the layout {where} passes")
+
+
+def layout_of(o: ArgOrigin | None, bl, tree=None) -> Layout:
+    """The layout verdict of one tensor argument ``o`` of the bound launch ``bl``."""
+    launch = bl.launch
+    if o is None or o.kind is not OriginKind.TENSOR or o.text == "None":
+        return Layout(UNKNOWN)
+    where = _where(launch)
+    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    if launch.guarded:
+        return Layout(PACKED, f"{where} is guarded by `@stride_guard`")
+    if o.contiguous or o.contiguous_in_module or (o.fresh and not o.like_of):
+        return Layout(PACKED, f"`{o.text}` is contiguous where {where} launches")
+    if o.strided_view:
+        return Layout(LIVE, f"`{o.text}` is a strided view made in {where}")
+    if o.tensor and o.tensor.startswith("self.") and launch.launcher_class:
+        if bl.module.attrs.get(launch.launcher_class, {}).get(o.tensor[5:]) == "packed":
+            return Layout(PACKED, f"`{o.tensor}` is allocated by its class")
+        return Layout(UNKNOWN, f"`{o.tensor}` is an attribute whose layout nothing shows")
+    source = o.param if o.param is not None else (o.like_of if o.like_of in launch.params else None)
+    if source is not None and qual and qual in bl.module.functions:
+        got = caller_layout(tree, bl.module, qual, source)
+        if got.kind == LATENT and source != o.text:
+            how = "is made like" if o.like_of == source else "is a view of"
+            return Layout(LATENT, f"`{o.text}` {how} `{source}`, which comes unchecked from {where}, a public entry point")
+        return got
+    if o.opaque or o.alloc_call:
+        return Layout(UNKNOWN, f"`{o.text}` comes from a call the analysis does not follow")
+    return Layout(UNKNOWN, f"nothing in {where} shows the layout of `{o.text}`")
+
+
+def kernel_layout(tree, launches, pointer: str) -> Layout:
+    """The verdict over every resolved launch of a kernel for the tensor bound to ``pointer``."""
+    if not launches:
+        return Layout(UNKNOWN, "no launch of the kernel is in view")
+    return _combine([layout_of(bl.bound.get(pointer), bl, tree) for bl in launches])
 
 
 def origin_text(o: ArgOrigin) -> str:
@@ -95,16 +174,15 @@ def _extent_tensors(o: ArgOrigin) -> set[str]:
     return out
 
 
-def step_layout(launches, pointer: str, sizes) -> Layout:
-    """The verdict for a pointer stepped by the logical sizes ``sizes``: a size that a launch builds
-    from another tensor's extents (`step * n_vocab` on `cache`, `n_vocab = logits.shape[1]`) is
-    wrong for any layout of the pointer's tensor whose extent differs, contiguous or not (the
-    founding bug: a cache one column wider than the logits): ``live``. Otherwise as
-    :func:`kernel_layout`: only contiguity makes a size the stride."""
+def foreign_extent(launches, pointer: str, sizes) -> Layout | None:
+    """A size that a launch builds from another tensor's extents (`step * n_vocab` on `cache`,
+    `n_vocab = logits.shape[1]`): wrong for any layout of the pointer's tensor whose extent
+    differs, contiguous or not (the founding bug: a cache one column wider than the logits).
+    An allocation is made with the extents it is addressed by, so it is never foreign."""
     for bl in launches:
         o = bl.bound.get(pointer)
         if o is None or o.kind is not OriginKind.TENSOR or not o.tensor or o.fresh:
-            continue  # an allocation is made with the extents it is addressed by
+            continue
         mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides)
         for s in sizes:
             so = bl.bound.get(s)
@@ -112,7 +190,13 @@ def step_layout(launches, pointer: str, sizes) -> Layout:
                 continue
             foreign = _extent_tensors(so) - mine
             if foreign:
-                where = f"`{bl.launch.launcher}`" if bl.launch.launcher else "the launching module"
                 other = sorted(foreign)[0]
-                return Layout(LIVE, f"{where} passes `{s}` = `{origin_text(so)}`, an extent of `{other}`, not of `{o.text}`")
-    return kernel_layout(launches, pointer)
+                return Layout(LIVE, f"{_where(bl.launch)} passes `{s}` = `{origin_text(so)}`, an extent of "
+                                    f"`{other}`, not of `{o.text}`")
+    return None
+
+
+def step_layout(tree, launches, pointer: str, sizes) -> Layout:
+    """A pointer stepped by the logical sizes ``sizes`` next to a stride of its own: a foreign
+    extent is ``live`` (see :func:`foreign_extent`); else as :func:`kernel_layout`."""
+    return foreign_extent(launches, pointer, sizes) or kernel_layout(tree, launches, pointer)

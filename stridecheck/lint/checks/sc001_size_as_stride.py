@@ -98,7 +98,7 @@ def check(tree, options):
                     if not (_selects_outer_slice(term) or _split_tile(term, access)):
                         continue
                 sizes = [p for p in term.step.params if p != rebuilt]
-                layout = step_layout(view.launches, access.pointer, sizes)
+                layout = step_layout(tree, view.launches, access.pointer, sizes)
                 if layout.kind == PACKED:
                     continue
                 key = (model.path, term.span)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
-from stridecheck.lint.provenance import PACKED, step_layout
+from stridecheck.lint.provenance import PACKED, kernel_layout
 from stridecheck.lint.stride_pairs import stride_named
 
 
@@ -76,7 +76,7 @@ def check(tree, options):
                 continue  # launched, but this argument could not be placed (*args): unknown
             sizes = sorted({q for _, _, size in steps for q in size.replace("*", " ").split()
                             if (k := kernel.param(q)) is not None and k.kind is ParamKind.SIZE})
-            layout = step_layout(launches, p.name, sizes)
+            layout = kernel_layout(tree, launches, p.name)
             if layout.kind == PACKED:
                 continue
             written = any(a.writes for a in kernel.accesses if a.pointer == p.name)

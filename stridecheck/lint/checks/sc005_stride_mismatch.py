@@ -46,7 +46,7 @@ def _in_kernel(tree, reported):
                     q = kernel.param(s)
                     if q is None or q.kind is not ParamKind.STRIDE or s in mine.get(p, ()):
                         continue
-                    verdict = _judge(launches, s, p, named, mine)
+                    verdict = _judge(tree, launches, s, p, named, mine)
                     if verdict is None:
                         continue
                     preview, owner, why = verdict
@@ -64,7 +64,7 @@ def _in_kernel(tree, reported):
                     )
 
 
-def _judge(launches, stride, pointer, named, mine):
+def _judge(tree, launches, stride, pointer, named, mine):
     """Whether ``stride`` stepping ``pointer`` is another tensor's stride: (preview, owner, why),
     or None when it is not (or nothing says so).
 
@@ -86,7 +86,7 @@ def _judge(launches, stride, pointer, named, mine):
         if not wrong:
             return None
         bl, so, po = wrong[0]
-        evidence = [layout_of(po, bl.launch), layout_of(_tensor_arg(bl, so.tensor), bl.launch)]
+        evidence = [layout_of(po, bl, tree), layout_of(_tensor_arg(bl, so.tensor), bl, tree)]
         strong = next((e for e in evidence if e.default_tier), None)
         slip = bool(mine.get(pointer))
         why = strong.why if strong else ""
