@@ -54,3 +54,14 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
     model.contiguous_returns = tuple(info.contiguous_returns)
     model.functions, model.calls, model.attrs = collect_calls(tree)
     return model
+
+
+def build_host_model(source: str, *, path: str, module: str | None) -> ModuleModel:
+    """The model of a module read only for its calls of launchers: imports and call graph."""
+    from stridecheck.lint.launches import imports_of
+
+    tree = _parse_ast(source)
+    model = ModuleModel(path=path, module=module)
+    model.imports = imports_of(tree, module_name=module, path=path)
+    model.functions, model.calls, model.attrs = collect_calls(tree)
+    return model

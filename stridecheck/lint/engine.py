@@ -27,6 +27,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import re
 import sys
 import threading
 import time
@@ -48,6 +49,10 @@ from stridecheck.lint.model import Finding, ModuleModel, Span
 from stridecheck.lint.suppression import apply_suppressions, parse_suppressions, unused_suppressions
 
 PREFILTER = b"triton"
+# Files without `triton` that may still call a launcher with tensors whose layout they settle:
+# autograd Functions (`forward` under `@input_guard`, `.contiguous()` before the call) and
+# registered operators. Parsed for the call graph only (no kernels, no launches, no findings).
+HOST_PREFILTER = re.compile(rb"autograd|input_guard|custom_op|triton_op")
 SERIAL_BELOW = 16  # fewer files to parse than this: starting workers costs more than it saves
 
 
@@ -270,7 +275,7 @@ DEEP_STACK_BYTES = 512 * 1024 * 1024
 DEEP_RECURSION_LIMIT = 20_000
 
 
-def build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
+def build_one(task: tuple[str, str, str | None, AnalysisOptions, str]) -> tuple:
     """Analyse one file: ``("model", ModuleModel)``, ``("parse", reason, line, column)`` or
     ``("internal", message)``; never raises."""
     outcome: list[tuple] = []
@@ -291,10 +296,12 @@ def build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple
     return outcome[0] if outcome else ("internal", "the analysis thread ended without a result")
 
 
-def _build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
-    path, text, module, options, syntax_only = task
+def _build_one(task: tuple[str, str, str | None, AnalysisOptions, str]) -> tuple:
+    path, text, module, options, mode = task
+    if mode == "host":
+        return _host_model(text, path, module)
     try:
-        if syntax_only:
+        if mode == "syntax":
             return _syntax_check(text, path, module)
         return ("model", analysis.build_module_model(text, path=path, module=module, options=options))
     except analysis.ParseFailure as exc:
@@ -324,6 +331,17 @@ def _python_location(text: str) -> tuple | None:
     except (ValueError, MemoryError, RecursionError):
         pass
     return None
+
+
+def _host_model(text: str, path: str, module: str | None) -> tuple:
+    """A file that only calls launchers (see ``HOST_PREFILTER``): its imports and call graph, or
+    ``("skip",)`` when it does not parse (it was never asked to be checked)."""
+    from stridecheck.lint.access_model import build_host_model
+
+    try:
+        return ("model", build_host_model(text, path=path, module=module))
+    except Exception:  # noqa: BLE001 - a file read only for context never fails the run
+        return ("skip",)
 
 
 def _syntax_check(text: str, path: str, module: str | None) -> tuple:
@@ -430,13 +448,16 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
             except OSError as exc:
                 outcomes[path] = ("parse", f"cannot read file: {exc.strerror or exc}; not checked", 1, 1)
                 continue
-        if not item.explicit and PREFILTER not in data:
+        mode = "full" if PREFILTER in data else "syntax" if item.explicit else "host"
+        if mode == "host" and not HOST_PREFILTER.search(data):
             continue
-        raw[path] = data
+        if mode != "host":
+            raw[path] = data
         try:
             text, encoding = decode_source(data, options.max_file_size)
         except BadInput as exc:
-            bad(path, exc)
+            if mode != "host":
+                bad(path, exc)
             continue
         except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
             outcomes[path] = ("internal", f"reading the file failed: {type(exc).__name__}: {exc}")
@@ -450,7 +471,7 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
             if hit is not None:
                 outcomes[path] = hit
                 continue
-        tasks.append((path, text, module, options.analysis, PREFILTER not in data))
+        tasks.append((path, text, module, options.analysis, mode))
         task_keys.append((key, digest, item.cacheable))
 
     for (key, digest, cacheable), outcome in zip(task_keys, _build_all(tasks, jobs)):
@@ -464,6 +485,8 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
         outcome = outcomes[path]
         if outcome[0] == "model":
             models.append(outcome[1])
+        elif outcome[0] == "skip":
+            continue
         elif outcome[0] == "parse":
             _, reason, line, column = outcome
             span = Span(line, column, line, column + 1)

@@ -1881,6 +1881,14 @@ def _assign_state(dst: _State, src: _State) -> None:
     dst.rebound = src.rebound
 
 
+def imports_of(tree: ast.Module, module_name: str | None = None, path: str | None = None) -> dict[str, str]:
+    """The module's imports (local name -> dotted name), as :func:`collect` reads them."""
+    is_package = bool(path) and path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py"
+    c = _Collector("", module_name, is_package, tree)
+    c.module_level(tree.body)
+    return dict(c.info.imports)
+
+
 def collect(
     tree: ast.Module,
     source: str,

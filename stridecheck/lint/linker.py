@@ -226,7 +226,7 @@ class Tree:
                 return None
         parts = (imported + ("." + rest if rest else "")).split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            target = self.module_named(".".join(parts[:cut]))
+            target = self.module_named(".".join(parts[:cut]), near=model)
             if target is None:
                 continue
             remaining = ".".join(parts[cut:])
@@ -272,14 +272,30 @@ class Tree:
 
     # -- resolution
 
-    def module_named(self, dotted_name: str) -> ModuleModel | None:
+    def module_named(self, dotted_name: str, near: ModuleModel | None = None) -> ModuleModel | None:
+        """The module of the tree imported as ``dotted_name``. Where several fit (a package
+        vendored into another, `fla.ops.x` and `pkg._vendored.fla.ops.x`), the one nearest
+        ``near`` (the importing module: the longest common path) wins, then an exact dotted name."""
         found = self._by_module.get(dotted_name)
         if found and len(found) == 1:
             return found[0]
-        if found:
-            exact = [m for m in found if m.module == dotted_name]
-            if len(exact) == 1:
-                return exact[0]
+        if not found:
+            return None
+        if near is not None:
+            def shared(m: ModuleModel) -> int:
+                a, b = m.path.replace("\\", "/").split("/"), near.path.replace("\\", "/").split("/")
+                n = 0
+                while n < min(len(a), len(b)) and a[n] == b[n]:
+                    n += 1
+                return n
+            best = max(shared(m) for m in found)
+            nearest = [m for m in found if shared(m) == best]
+            if len(nearest) == 1:
+                return nearest[0]
+            found = nearest
+        exact = [m for m in found if m.module == dotted_name]
+        if len(exact) == 1:
+            return exact[0]
         return None
 
     def resolve(self, model: ModuleModel, launch: Launch) -> tuple[ModuleModel, Kernel] | None:
@@ -308,7 +324,7 @@ class Tree:
             if imported is None:
                 return None
         full = imported + ("." + rest if rest else "")
-        return self._lookup_absolute(full, hops - 1)
+        return self._lookup_absolute(full, hops - 1, near=model)
 
     def _returns_contiguous(self, model: ModuleModel, full: str, hops: int = _MAX_HOPS) -> str | None:
         """"fresh" / "contiguous" when ``full`` (as ``model`` imports it) is a function of the tree
@@ -320,7 +336,7 @@ class Tree:
             full = _resolve_relative(model, full) or ""
         parts = full.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            target = self.module_named(".".join(parts[:cut]))
+            target = self.module_named(".".join(parts[:cut]), near=model)
             if target is not None:
                 if len(parts) - cut != 1:
                     return None
@@ -343,11 +359,12 @@ class Tree:
                 return found.pop()
         return None
 
-    def _lookup_absolute(self, full: str, hops: int) -> tuple[ModuleModel, Kernel] | None:
+    def _lookup_absolute(self, full: str, hops: int, near: ModuleModel | None = None
+                         ) -> tuple[ModuleModel, Kernel] | None:
         """``pkg.kernels._k``: the longest prefix that is a module of the tree, then the rest in it."""
         parts = full.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            target = self.module_named(".".join(parts[:cut]))
+            target = self.module_named(".".join(parts[:cut]), near=near)
             if target is not None:
                 return self._lookup(target, ".".join(parts[cut:]), hops)
         return None

@@ -28,6 +28,8 @@ def _size_steps(kernel, pointer, stride_names=()):
         for term in acc.terms:
             if term.step.kind is StepKind.STRIDE:
                 return None
+            if term.index.text == "1":
+                continue  # `ptr + N`: an offset by a size, not a dimension stepped by one
             if term.step.kind is StepKind.SIZE and not any(stride_named(p, stride_names) for p in term.step.params):
                 found.append((term.span, term.text, term.step.text))
         if acc.descriptor_strides:
