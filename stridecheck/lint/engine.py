@@ -405,6 +405,39 @@ def _isolated(task: tuple, context) -> tuple:
 # --------------------------------------------------------------------------- the run
 
 
+def _nearby_callers(models: list[ModuleModel], skipped: dict[str, list[FileInput]]):
+    """(item, bytes) of the skipped files, in the directory of a module that launches kernels or
+    calls a launcher (or in its parent directory), that call one of its public functions by name.
+    Each is taken once (removed from ``skipped``)."""
+    names: dict[str, set[str]] = {}
+    for m in models:
+        if not (m.launches or m.calls):
+            continue
+        public = {q.split(".")[-1] for q, f in m.functions.items() if f.public}
+        if not public:
+            continue
+        here = os.path.dirname(os.path.abspath(m.path))
+        for d in (here, os.path.dirname(here)):
+            names.setdefault(d, set()).update(public)
+    for d, wanted in names.items():
+        items = skipped.get(d)
+        if not items:
+            continue
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(wanted)) + rb")\s*\(")
+        keep = []
+        for item in items:
+            try:
+                with open(item.path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            if pattern.search(data):
+                yield item, data
+            else:
+                keep.append(item)
+        skipped[d] = keep
+
+
 def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
@@ -438,19 +471,10 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
     def bad(path: str, exc: BadInput) -> None:
         outcomes[path] = ("parse", exc.reason, exc.line, exc.column)
 
-    for item in inputs:
+    skipped: dict[str, list[FileInput]] = {}  # directory -> files read for nothing so far
+
+    def add(item: FileInput, data: bytes, mode: str) -> None:
         path = item.path
-        data = item.data
-        if data is None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as exc:
-                outcomes[path] = ("parse", f"cannot read file: {exc.strerror or exc}; not checked", 1, 1)
-                continue
-        mode = "full" if PREFILTER in data else "syntax" if item.explicit else "host"
-        if mode == "host" and not HOST_PREFILTER.search(data):
-            continue
         if mode != "host":
             raw[path] = data
         try:
@@ -458,10 +482,10 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
         except BadInput as exc:
             if mode != "host":
                 bad(path, exc)
-            continue
+            return
         except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
             outcomes[path] = ("internal", f"reading the file failed: {type(exc).__name__}: {exc}")
-            continue
+            return
         encodings[path] = encoding
         module = module_name(path, packages)
         key = (path, module)
@@ -470,14 +494,45 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
             hit = cache.get(key, digest)
             if hit is not None:
                 outcomes[path] = hit
-                continue
+                return
         tasks.append((path, text, module, options.analysis, mode))
         task_keys.append((key, digest, item.cacheable))
 
-    for (key, digest, cacheable), outcome in zip(task_keys, _build_all(tasks, jobs)):
-        outcomes[key[0]] = outcome
-        if cache is not None and cacheable and outcome[0] != "internal":
-            cache.put(key, digest, outcome)
+    for item in inputs:
+        data = item.data
+        if data is None:
+            try:
+                with open(item.path, "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                outcomes[item.path] = ("parse", f"cannot read file: {exc.strerror or exc}; not checked", 1, 1)
+                continue
+        mode = "full" if PREFILTER in data else "syntax" if item.explicit else "host"
+        if mode == "host" and not HOST_PREFILTER.search(data):
+            skipped.setdefault(os.path.dirname(os.path.abspath(item.path)), []).append(item)
+            continue
+        add(item, data, mode)
+
+    def build(first: int) -> list:
+        built = []
+        for (key, digest, cacheable), outcome in zip(task_keys[first:], _build_all(tasks[first:], jobs)):
+            outcomes[key[0]] = outcome
+            built.append(outcome)
+            if cache is not None and cacheable and outcome[0] != "internal":
+                cache.put(key, digest, outcome)
+        return built
+
+    build(0)
+    # The callers of launchers in files without `triton` nearby (`chunk_fwd(q, ...)` calling
+    # `chunk_fwd_intra` in the same package): read for their call graph, two rounds up.
+    recent = [o[1] for o in outcomes.values() if o[0] == "model"]
+    for _ in range(2):
+        first = len(tasks)
+        for item, data in _nearby_callers(recent, skipped):
+            add(item, data, "host")
+        if len(tasks) == first:
+            break
+        recent = [o[1] for o in build(first) if o[0] == "model"]
 
     models: list[ModuleModel] = []
     found: list[Finding] = []
