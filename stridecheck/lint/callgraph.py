@@ -39,6 +39,29 @@ _REGISTERS = frozenset({"custom_op", "triton_op", "impl", "register_kernel", "re
 _UNKNOWN = ArgFact("unknown")
 
 
+def strided_subscript(elements) -> bool:
+    """Whether indexing with ``elements`` (the subscript's items) makes a view whose inner
+    dimensions are not packed: a partial slice of an inner dimension (`x[:, :n]`, `x[..., 1:]`), or
+    an index into one after a slice (`x[:, 0]`). Slicing the outermost dimension only
+    (`x[a:b]`, `x[a:b, :, :]`) or indexing it (`x[0]`) keeps the rest packed."""
+    sliced = False
+    for i, e in enumerate(elements):
+        if isinstance(e, ast.Slice):
+            partial = e.lower is not None or e.upper is not None or e.step is not None
+            if partial and (i > 0 or any(isinstance(x, ast.Constant) and x.value is Ellipsis for x in elements[:i])):
+                return True
+            if i > 0 and sliced is False and partial:
+                return True
+            sliced = True
+        elif isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis):
+            if e.value is Ellipsis:
+                sliced = True
+            continue
+        elif sliced:
+            return True
+    return False
+
+
 def _dotted(node) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -48,6 +71,13 @@ def _dotted(node) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def _source(node) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 - a message detail only
+        return ""
 
 
 def _decorator_names(fn) -> list[str]:
@@ -79,6 +109,7 @@ class _FunctionScan:
         self.local: dict[str, ArgFact] = {p: (ArgFact("packed", p, p) if p in contiguous else ArgFact("param", p, p))
                                           for p in params}
         self.out = out
+        self.imports: dict[str, str] = {}  # imports made inside the function
 
     def fact(self, node) -> ArgFact:
         if isinstance(node, ast.Name):
@@ -96,8 +127,8 @@ class _FunctionScan:
             base = self.fact(node.value)
             sl = node.slice
             elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-            if any(isinstance(e, ast.Slice) for e in elts[1:]):
-                return ArgFact("strided")  # a slice of an inner dimension
+            if strided_subscript(elts):
+                return ArgFact("strided", text=_source(node))
             return base if base.kind in ("param", "unknown") else _UNKNOWN
         if isinstance(node, ast.IfExp):
             a, b = self.fact(node.body), self.fact(node.orelse)
@@ -145,6 +176,9 @@ class _FunctionScan:
                 continue
             for n in _expressions(s):
                 self.calls_in(n)
+            if isinstance(s, ast.ImportFrom) and s.module and not s.level:
+                for a in s.names:
+                    self.imports[a.asname or a.name] = f"{s.module}.{a.name}"
             if isinstance(s, ast.Assign):
                 for t in s.targets:
                     self.assign(t, s.value)
@@ -181,6 +215,9 @@ class _FunctionScan:
                 kwargs[k.arg] = self.fact(k.value)
             if not any(f.kind != "unknown" for f in (*args, *kwargs.values())):
                 continue  # nothing to tell its callee
+            head, _, rest = callee.partition(".")
+            if head in self.imports:
+                callee = "@" + self.imports[head] + ("." + rest if rest else "")
             self.out.append(CallSite(self.qualname, callee, n.lineno, tuple(args), kwargs, star))
 
 

@@ -71,7 +71,7 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 
-from stridecheck.lint.callgraph import public_entry
+from stridecheck.lint.callgraph import public_entry, strided_subscript
 from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck
 
 __all__ = ["LaunchInfo", "collect", "dotted"]
@@ -1414,8 +1414,7 @@ class _Collector:
                 # `logits[:, :vocab]`, `x[..., 1:]`: a slice view made right here.
                 base = self.tensor_name(node.value)
                 if base is not None and not (dotted(node.value) or "").endswith(("shape", "stride")):
-                    inner = [e for e in elements[1:] if isinstance(e, ast.Slice)]
-                    return _Tensor(family=self.family(base, state), view=bool(inner))
+                    return _Tensor(family=self.family(base, state), view=strided_subscript(elements))
         if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
             base = self.tensor_name(node.value)
             if base is not None:

@@ -208,6 +208,14 @@ class Tree:
         ``forward``), as (model, qualified name), or None."""
         if hops <= 0:
             return None
+        if name.startswith("@"):  # imported inside the calling function: an absolute name
+            parts = name[1:].split(".")
+            for cut in range(len(parts) - 1, 0, -1):
+                target = self.module_named(".".join(parts[:cut]), near=model)
+                if target is not None:
+                    remaining = ".".join(parts[cut:])
+                    return (target, remaining) if remaining in target.functions else None
+            return None
         head, _, rest = name.partition(".")
         if head == "self":
             cls = caller.split(".")[0] if "." in caller else None
