@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from stridecheck.lint.callgraph import collect_calls
+from stridecheck.lint.callgraph import called_names, collect_calls, collect_functions
 from stridecheck.lint.kernels import build_kernels
 from stridecheck.lint.launches import collect
 from stridecheck.lint.model import ModuleModel
@@ -52,16 +52,25 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
     model.kernel_aliases = dict(info.kernel_aliases)
     model.allocators = tuple(info.allocators)
     model.contiguous_returns = tuple(info.contiguous_returns)
-    model.functions, model.calls, model.attrs = collect_calls(tree)
+    model.functions = collect_functions(tree)
+    model.called = called_names(source)
     return model
 
 
 def build_host_model(source: str, *, path: str, module: str | None) -> ModuleModel:
-    """The model of a module read only for its calls of launchers: imports and call graph."""
+    """The model of a module read only for its calls of launchers (by the tree, on demand): its
+    imports, functions, call sites and class attributes; no kernels, no launches."""
     from stridecheck.lint.launches import imports_of
 
     tree = _parse_ast(source)
     model = ModuleModel(path=path, module=module)
     model.imports = imports_of(tree, module_name=module, path=path)
-    model.functions, model.calls, model.attrs = collect_calls(tree)
+    model.functions = collect_functions(tree)
+    model.called = called_names(source)
+    model.calls, model.attrs = collect_calls(tree, model.functions)
     return model
+
+
+def read_calls(source: str, functions, wanted: frozenset | None = None):
+    """(calls, attrs) of an already modelled module, read again from its source on demand."""
+    return collect_calls(_parse_ast(source), functions, wanted)

@@ -16,6 +16,7 @@ of ``self`` or of a class (``Cls.apply``), not of ``torch``, ``triton`` and the 
 from __future__ import annotations
 
 import ast
+import re
 
 from stridecheck.lint.model import ArgFact, CallSite, FunctionInfo
 
@@ -102,8 +103,10 @@ def public_entry(name: str, cls: str | None, bases: tuple[str, ...], decorators:
 class _FunctionScan:
     """One function: its local facts in source order, and the calls it makes."""
 
-    def __init__(self, fn, qualname: str, params: set[str], contiguous: set[str], out: list[CallSite]):
+    def __init__(self, fn, qualname: str, params: set[str], contiguous: set[str], out: list[CallSite],
+                 wanted: frozenset | None = None):
         self.fn = fn
+        self.wanted = wanted
         self.qualname = qualname
         self.params = params
         self.local: dict[str, ArgFact] = {p: (ArgFact("packed", p, p) if p in contiguous else ArgFact("param", p, p))
@@ -168,70 +171,63 @@ class _FunctionScan:
                     if isinstance(n, ast.Name):
                         self.local[n.id] = _UNKNOWN
 
-    def run(self) -> None:
-        stack = list(reversed(self.fn.body))
-        while stack:
-            s = stack.pop()
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            for n in _expressions(s):
-                self.calls_in(n)
-            if isinstance(s, ast.ImportFrom) and s.module and not s.level:
-                for a in s.names:
-                    self.imports[a.asname or a.name] = f"{s.module}.{a.name}"
-            if isinstance(s, ast.Assign):
-                for t in s.targets:
-                    self.assign(t, s.value)
-            elif isinstance(s, ast.AnnAssign) and s.value is not None:
-                self.assign(s.target, s.value)
-            elif isinstance(s, (ast.For, ast.AsyncFor)):
-                self.assign(s.target, s.iter)
-            for attr in ("orelse", "finalbody", "handlers", "body"):
-                sub = getattr(s, attr, None)
-                if sub and isinstance(sub, list):
-                    stack.extend(reversed(sub))
+    def run(self, attrs: dict[str, bool] | None) -> None:
+        """One walk of the function: its assignments, imports and calls, then each call judged with
+        the last assignment of each name before it (flow-insensitive, in source order)."""
+        events = []  # (line, col, order, node)
+        for n in ast.walk(self.fn):
+            if isinstance(n, ast.Call):
+                events.append((n.lineno, n.col_offset, 1, n))
+            elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                # An assignment takes effect after its value: order it at its end.
+                events.append((n.end_lineno or n.lineno, n.end_col_offset or 0, 0, n))
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                for a in n.names:
+                    self.imports[a.asname or a.name] = f"{n.module}.{a.name}"
+        events.sort(key=lambda e: (e[0], e[1], e[2]))
+        for _, _, _, n in events:
+            if isinstance(n, ast.Call):
+                self.call(n)
+            elif isinstance(n, ast.Assign):
+                for t in n.targets:
+                    self.assign(t, n.value)
+                    if attrs is not None:
+                        d = _dotted(t)
+                        if d and d.startswith("self.") and d.count(".") == 1:
+                            packed = self.fact(n.value).kind == "packed"
+                            attrs[d[5:]] = attrs.get(d[5:], True) and packed
+            elif isinstance(n, ast.AnnAssign) and n.value is not None:
+                self.assign(n.target, n.value)
+            elif isinstance(n, (ast.For, ast.AsyncFor)):
+                self.assign(n.target, n.iter)
 
-    def calls_in(self, node) -> None:
-        for n in ast.walk(node):
-            if not isinstance(n, ast.Call):
+    def call(self, n: ast.Call) -> None:
+        callee = _dotted(n.func)
+        if callee is None or callee.split(".")[0] in _SKIP_ROOTS:
+            return
+        if self.wanted is not None and not any(part in self.wanted for part in callee.split(".")[-2:]):
+            return
+        root = callee.split(".")[0]
+        if "." in callee and root != "self" and root in self.local:
+            return  # a method of a local value (`x.view(...)`)
+        args, star = [], False
+        for a in n.args:
+            if isinstance(a, ast.Starred):
+                star = True
+                break
+            args.append(self.fact(a))
+        kwargs = {}
+        for k in n.keywords:
+            if k.arg is None:
+                star = True
                 continue
-            callee = _dotted(n.func)
-            if callee is None or callee.split(".")[0] in _SKIP_ROOTS:
-                continue
-            root = callee.split(".")[0]
-            if "." in callee and root != "self" and root in self.local:
-                continue  # a method of a local value (`x.view(...)`)
-            args, star = [], False
-            for a in n.args:
-                if isinstance(a, ast.Starred):
-                    star = True
-                    break
-                args.append(self.fact(a))
-            kwargs = {}
-            for k in n.keywords:
-                if k.arg is None:
-                    star = True
-                    continue
-                kwargs[k.arg] = self.fact(k.value)
-            if not any(f.kind != "unknown" for f in (*args, *kwargs.values())):
-                continue  # nothing to tell its callee
-            head, _, rest = callee.partition(".")
-            if head in self.imports:
-                callee = "@" + self.imports[head] + ("." + rest if rest else "")
-            self.out.append(CallSite(self.qualname, callee, n.lineno, tuple(args), kwargs, star))
-
-
-def _expressions(s: ast.stmt):
-    """The expressions of a statement itself (not of the statements nested in it)."""
-    for name, value in ast.iter_fields(s):
-        if name in ("body", "orelse", "finalbody", "handlers", "decorator_list"):
-            continue
-        if isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
-            yield value
-        elif isinstance(value, list):
-            for v in value:
-                if isinstance(v, ast.AST) and not isinstance(v, ast.stmt):
-                    yield v
+            kwargs[k.arg] = self.fact(k.value)
+        if not any(f.kind != "unknown" for f in (*args, *kwargs.values())):
+            return  # nothing to tell its callee
+        head, _, rest = callee.partition(".")
+        if head in self.imports:
+            callee = "@" + self.imports[head] + ("." + rest if rest else "")
+        self.out.append(CallSite(self.qualname, callee, n.lineno, tuple(args), kwargs, star))
 
 
 def _params(fn) -> list[str]:
@@ -253,52 +249,57 @@ def _contiguous_at_entry(fn, params: list[str]) -> set[str]:
     return set(params) - exempt
 
 
-def _attr_facts(cls: ast.ClassDef) -> dict[str, str]:
-    """``self.<attr>`` -> "packed" when every assignment of it in the class allocates a tensor."""
-    seen: dict[str, str] = {}
-    for n in ast.walk(cls):
-        if not isinstance(n, ast.Assign):
-            continue
-        for t in n.targets:
-            d = _dotted(t)
-            if not d or not d.startswith("self.") or d.count(".") != 1:
-                continue
-            v = n.value
-            name = _dotted(v.func) if isinstance(v, ast.Call) else None
-            last = (name or "").split(".")[-1]
-            packed = isinstance(v, ast.Call) and (last in _ALLOCATORS) and not any(
-                k.arg == "memory_format" for k in v.keywords)
-            attr = d[5:]
-            seen[attr] = "packed" if packed and seen.get(attr, "packed") == "packed" else "other"
-    return {a: k for a, k in seen.items() if k == "packed"}
+# An identifier called as a function or method (`f(`, `mod.f(`, `self.m(`, `Cls.apply(`).
+_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
-def collect_calls(tree: ast.Module):
-    """(functions, calls, attrs) of a module (see the module docstring)."""
-    functions: dict[str, FunctionInfo] = {}
-    calls: list[CallSite] = []
-    attrs: dict[str, dict[str, str]] = {}
+def called_names(source: str) -> frozenset:
+    """Every identifier the module calls (a regular expression over its text: what the tree
+    checks before reading a module for its calls of a launcher)."""
+    return frozenset(_CALLED.findall(source))
 
-    def visit_function(fn, cls: str | None, bases: tuple[str, ...]):
-        names = _decorator_names(fn)
-        if any(d in ("jit", "autotune", "heuristics") for d in names):
-            return
-        params = _params(fn)
-        qual = f"{cls}.{fn.name}" if cls else fn.name
-        contiguous = _contiguous_at_entry(fn, params)
-        functions[qual] = FunctionInfo(qual, tuple(params), public_entry(fn.name, cls, bases, names),
-                                       tuple(sorted(contiguous)), "stride_guard" in names, fn.lineno)
-        _FunctionScan(fn, qual, set(params), contiguous, calls).run()
 
+def _functions(tree: ast.Module):
+    """(function or method node, class name, class bases) of a module, kernels left out."""
     for s in tree.body:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            visit_function(s, None, ())
+            yield s, None, ()
         elif isinstance(s, ast.ClassDef):
             bases = tuple(_dotted(b) or "" for b in s.bases)
-            found = _attr_facts(s)
-            if found:
-                attrs[s.name] = found
             for m in s.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    visit_function(m, s.name, bases)
-    return functions, calls, attrs
+                    yield m, s.name, bases
+
+
+def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
+    """What a caller needs to know of each function of a module (no walk of their bodies)."""
+    out: dict[str, FunctionInfo] = {}
+    for fn, cls, bases in _functions(tree):
+        names = _decorator_names(fn)
+        if any(d in ("jit", "autotune", "heuristics") for d in names):
+            continue
+        params = _params(fn)
+        qual = f"{cls}.{fn.name}" if cls else fn.name
+        out[qual] = FunctionInfo(qual, tuple(params), public_entry(fn.name, cls, bases, names),
+                                 tuple(sorted(_contiguous_at_entry(fn, params))), "stride_guard" in names, fn.lineno)
+    return out
+
+
+def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: frozenset | None = None):
+    """(calls, attrs) of a module: the call sites of its functions (those calling one of
+    ``wanted`` by name, when given) with what they pass, and the attributes its classes allocate."""
+    calls: list[CallSite] = []
+    attrs: dict[str, dict[str, str]] = {}
+    class_attrs: dict[str, dict[str, bool]] = {}
+    for fn, cls, _ in _functions(tree):
+        qual = f"{cls}.{fn.name}" if cls else fn.name
+        info = functions.get(qual)
+        if info is None:
+            continue
+        scan = _FunctionScan(fn, qual, set(info.params), set(info.contiguous_params), calls, wanted)
+        scan.run(class_attrs.setdefault(cls, {}) if cls else None)
+    for cls, found in class_attrs.items():
+        packed = {a: "packed" for a, ok in found.items() if ok}
+        if packed:
+            attrs[cls] = packed
+    return calls, attrs

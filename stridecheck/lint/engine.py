@@ -27,7 +27,6 @@ import io
 import multiprocessing
 import os
 import pickle
-import re
 import sys
 import threading
 import time
@@ -49,10 +48,6 @@ from stridecheck.lint.model import Finding, ModuleModel, Span
 from stridecheck.lint.suppression import apply_suppressions, parse_suppressions, unused_suppressions
 
 PREFILTER = b"triton"
-# Files without `triton` that may still call a launcher with tensors whose layout they settle:
-# autograd Functions (`forward` under `@input_guard`, `.contiguous()` before the call) and
-# registered operators. Parsed for the call graph only (no kernels, no launches, no findings).
-HOST_PREFILTER = re.compile(rb"autograd|input_guard|custom_op|triton_op")
 SERIAL_BELOW = 16  # fewer files to parse than this: starting workers costs more than it saves
 
 
@@ -275,7 +270,7 @@ DEEP_STACK_BYTES = 512 * 1024 * 1024
 DEEP_RECURSION_LIMIT = 20_000
 
 
-def build_one(task: tuple[str, str, str | None, AnalysisOptions, str]) -> tuple:
+def build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
     """Analyse one file: ``("model", ModuleModel)``, ``("parse", reason, line, column)`` or
     ``("internal", message)``; never raises."""
     outcome: list[tuple] = []
@@ -296,12 +291,10 @@ def build_one(task: tuple[str, str, str | None, AnalysisOptions, str]) -> tuple:
     return outcome[0] if outcome else ("internal", "the analysis thread ended without a result")
 
 
-def _build_one(task: tuple[str, str, str | None, AnalysisOptions, str]) -> tuple:
-    path, text, module, options, mode = task
-    if mode == "host":
-        return _host_model(text, path, module)
+def _build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tuple:
+    path, text, module, options, syntax_only = task
     try:
-        if mode == "syntax":
+        if syntax_only:
             return _syntax_check(text, path, module)
         return ("model", analysis.build_module_model(text, path=path, module=module, options=options))
     except analysis.ParseFailure as exc:
@@ -331,17 +324,6 @@ def _python_location(text: str) -> tuple | None:
     except (ValueError, MemoryError, RecursionError):
         pass
     return None
-
-
-def _host_model(text: str, path: str, module: str | None) -> tuple:
-    """A file that only calls launchers (see ``HOST_PREFILTER``): its imports and call graph, or
-    ``("skip",)`` when it does not parse (it was never asked to be checked)."""
-    from stridecheck.lint.access_model import build_host_model
-
-    try:
-        return ("model", build_host_model(text, path=path, module=module))
-    except Exception:  # noqa: BLE001 - a file read only for context never fails the run
-        return ("skip",)
 
 
 def _syntax_check(text: str, path: str, module: str | None) -> tuple:
@@ -405,39 +387,6 @@ def _isolated(task: tuple, context) -> tuple:
 # --------------------------------------------------------------------------- the run
 
 
-def _nearby_callers(models: list[ModuleModel], skipped: dict[str, list[FileInput]]):
-    """(item, bytes) of the skipped files, in the directory of a module that launches kernels or
-    calls a launcher (or in its parent directory), that call one of its public functions by name.
-    Each is taken once (removed from ``skipped``)."""
-    names: dict[str, set[str]] = {}
-    for m in models:
-        if not (m.launches or m.calls):
-            continue
-        public = {q.split(".")[-1] for q, f in m.functions.items() if f.public}
-        if not public:
-            continue
-        here = os.path.dirname(os.path.abspath(m.path))
-        for d in (here, os.path.dirname(here)):
-            names.setdefault(d, set()).update(public)
-    for d, wanted in names.items():
-        items = skipped.get(d)
-        if not items:
-            continue
-        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(wanted)) + rb")\s*\(")
-        keep = []
-        for item in items:
-            try:
-                with open(item.path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            if pattern.search(data):
-                yield item, data
-            else:
-                keep.append(item)
-        skipped[d] = keep
-
-
 def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
@@ -471,21 +420,27 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
     def bad(path: str, exc: BadInput) -> None:
         outcomes[path] = ("parse", exc.reason, exc.line, exc.column)
 
-    skipped: dict[str, list[FileInput]] = {}  # directory -> files read for nothing so far
-
-    def add(item: FileInput, data: bytes, mode: str) -> None:
+    for item in inputs:
         path = item.path
-        if mode != "host":
-            raw[path] = data
+        data = item.data
+        if data is None:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                outcomes[path] = ("parse", f"cannot read file: {exc.strerror or exc}; not checked", 1, 1)
+                continue
+        if not item.explicit and PREFILTER not in data:
+            continue
+        raw[path] = data
         try:
             text, encoding = decode_source(data, options.max_file_size)
         except BadInput as exc:
-            if mode != "host":
-                bad(path, exc)
-            return
+            bad(path, exc)
+            continue
         except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
             outcomes[path] = ("internal", f"reading the file failed: {type(exc).__name__}: {exc}")
-            return
+            continue
         encodings[path] = encoding
         module = module_name(path, packages)
         key = (path, module)
@@ -494,45 +449,14 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
             hit = cache.get(key, digest)
             if hit is not None:
                 outcomes[path] = hit
-                return
-        tasks.append((path, text, module, options.analysis, mode))
+                continue
+        tasks.append((path, text, module, options.analysis, PREFILTER not in data))
         task_keys.append((key, digest, item.cacheable))
 
-    for item in inputs:
-        data = item.data
-        if data is None:
-            try:
-                with open(item.path, "rb") as fh:
-                    data = fh.read()
-            except OSError as exc:
-                outcomes[item.path] = ("parse", f"cannot read file: {exc.strerror or exc}; not checked", 1, 1)
-                continue
-        mode = "full" if PREFILTER in data else "syntax" if item.explicit else "host"
-        if mode == "host" and not HOST_PREFILTER.search(data):
-            skipped.setdefault(os.path.dirname(os.path.abspath(item.path)), []).append(item)
-            continue
-        add(item, data, mode)
-
-    def build(first: int) -> list:
-        built = []
-        for (key, digest, cacheable), outcome in zip(task_keys[first:], _build_all(tasks[first:], jobs)):
-            outcomes[key[0]] = outcome
-            built.append(outcome)
-            if cache is not None and cacheable and outcome[0] != "internal":
-                cache.put(key, digest, outcome)
-        return built
-
-    build(0)
-    # The callers of launchers in files without `triton` nearby (`chunk_fwd(q, ...)` calling
-    # `chunk_fwd_intra` in the same package): read for their call graph, two rounds up.
-    recent = [o[1] for o in outcomes.values() if o[0] == "model"]
-    for _ in range(2):
-        first = len(tasks)
-        for item, data in _nearby_callers(recent, skipped):
-            add(item, data, "host")
-        if len(tasks) == first:
-            break
-        recent = [o[1] for o in build(first) if o[0] == "model"]
+    for (key, digest, cacheable), outcome in zip(task_keys, _build_all(tasks, jobs)):
+        outcomes[key[0]] = outcome
+        if cache is not None and cacheable and outcome[0] != "internal":
+            cache.put(key, digest, outcome)
 
     models: list[ModuleModel] = []
     found: list[Finding] = []
@@ -540,8 +464,6 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
         outcome = outcomes[path]
         if outcome[0] == "model":
             models.append(outcome[1])
-        elif outcome[0] == "skip":
-            continue
         elif outcome[0] == "parse":
             _, reason, line, column = outcome
             span = Span(line, column, line, column + 1)

@@ -188,19 +188,109 @@ class Tree:
                 self._bound_launches.append(bl)
         self._refine_roles()
         self._callers: dict[tuple[int, str], list[tuple[ModuleModel, CallSite]]] | None = None
+        self._hosts: dict[str, ModuleModel | None] = {}
+        self._bytes: dict[str, bytes] = {}
+        self._listings: dict[str, list[str]] = {}
+        self._modelled = {__import__("os").path.abspath(m.path) for m in self.models}
 
     # -- the host side's call graph
 
     def callers_of(self, model: ModuleModel, qualname: str) -> list[tuple[ModuleModel, CallSite]]:
-        """The call sites in the tree of the function ``qualname`` of ``model``."""
+        """The call sites of the function ``qualname`` of ``model``: in the modules of the tree
+        that call its name, and in the files beside it (its directory and the one above) that do
+        without mentioning ``triton`` (an internal caller a package keeps apart from its kernels:
+        ``chunk_fwd`` calling ``chunk_fwd_intra``). Those modules are read for their calls only
+        now, when a layout is asked of one of their callees."""
+        key = (id(model), qualname)
         if self._callers is None:
-            self._callers = defaultdict(list)
-            for m in self.models:
-                for site in m.calls:
-                    found = self.resolve_function(m, site.callee, site.caller)
-                    if found is not None:
-                        self._callers[(id(found[0]), found[1])].append((m, site))
-        return self._callers.get((id(model), qualname), [])
+            self._callers = {}
+        got = self._callers.get(key)
+        if got is not None:
+            return got
+        cls, _, name = qualname.rpartition(".")
+        names = {cls} if name == "forward" and cls else {name}  # `Cls.apply(...)` reaches `forward`
+        candidates = [m for m in self.models if names & m.called]
+        candidates.extend(self._nearby(model, names))
+        got = []
+        for cm in candidates:
+            for site in self.calls_of(cm):
+                if not names & set(site.callee.split(".")[-2:]):
+                    continue
+                if self.resolve_function(cm, site.callee, site.caller) == (model, qualname):
+                    got.append((cm, site))
+        self._callers[key] = got
+        return got
+
+    def calls_of(self, model: ModuleModel) -> list[CallSite]:
+        """A module's call sites (read from its file on first use)."""
+        if model.calls is None:
+            self._read_calls(model)
+        return model.calls or []
+
+    def attrs_of(self, model: ModuleModel) -> dict[str, dict[str, str]]:
+        if model.attrs is None:
+            self._read_calls(model)
+        return model.attrs or {}
+
+    def _read_calls(self, model: ModuleModel) -> None:
+        from stridecheck.lint.access_model import read_calls
+        from stridecheck.lint.engine import decode_source
+
+        try:
+            with open(model.path, "rb") as fh:
+                text, _ = decode_source(fh.read())
+            model.calls, model.attrs = read_calls(text, model.functions)
+        except Exception:  # noqa: BLE001 - context only: a file that cannot be read again adds nothing
+            model.calls, model.attrs = [], {}
+
+    def _nearby(self, model: ModuleModel, names: set[str]) -> list[ModuleModel]:
+        """Modules read for their calls only: files beside ``model`` (its directory and the one
+        above) that the run did not model (no `triton` in them) and that call one of ``names``."""
+        import os
+
+        from stridecheck.lint.access_model import build_host_model
+        from stridecheck.lint.engine import decode_source, module_name
+
+        here = os.path.dirname(os.path.abspath(model.path))
+        out = []
+        for d in (here, os.path.dirname(here)):
+            for path in self._listing(d):
+                data = self._bytes.get(path)
+                if data is None:
+                    try:
+                        with open(path, "rb") as fh:
+                            data = self._bytes[path] = fh.read()
+                    except OSError:
+                        continue
+                if not any(n.encode() in data for n in names):
+                    continue
+                host = self._hosts.get(path, False)
+                if host is False:
+                    host = None
+                    try:
+                        text, _ = decode_source(data)
+                        host = build_host_model(text, path=path, module=module_name(path))
+                    except Exception:  # noqa: BLE001 - a file read for context never fails the run
+                        host = None
+                    self._hosts[path] = host
+                if host is not None:
+                    out.append(host)
+        return out
+
+    def _listing(self, directory: str) -> list[str]:
+        """The ``.py`` files of a directory that the run did not model."""
+        import os
+
+        got = self._listings.get(directory)
+        if got is None:
+            try:
+                entries = sorted(os.listdir(directory))
+            except OSError:
+                entries = []
+            got = self._listings[directory] = [
+                p for e in entries if e.endswith(".py") and (p := os.path.join(directory, e)) not in self._modelled
+            ]
+        return got
 
     def resolve_function(self, model: ModuleModel, name: str, caller: str = "",
                          hops: int = _MAX_HOPS) -> tuple[ModuleModel, str] | None:

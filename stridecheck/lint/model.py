@@ -386,9 +386,11 @@ class ModuleModel:
     # `return x.permute(order).contiguous()`)
     contiguous_returns: tuple[str, ...] = ()
     functions: dict[str, FunctionInfo] = field(default_factory=dict)  # qualname -> what callers need
-    calls: list[CallSite] = field(default_factory=list)  # calls of functions that may launch, with facts
-    # class -> attribute -> "packed" when every assignment of `self.<attr>` in the class allocates it
-    attrs: dict[str, dict[str, str]] = field(default_factory=dict)
+    called: frozenset = frozenset()  # every identifier the module calls (callers are read on demand)
+    # Read on demand by the tree (``Tree.calls_of``): the module's call sites with what they pass,
+    # and class -> attribute -> "packed" when every assignment of `self.<attr>` allocates it.
+    calls: list[CallSite] | None = None
+    attrs: dict[str, dict[str, str]] | None = None
 
 
 # ----------------------------------------------------------------------------- findings

@@ -114,7 +114,7 @@ def _fact_layout(tree, model, site, fact, depth, seen) -> Layout:
         return caller_layout(tree, model, site.caller, fact.name, depth + 1, seen)
     if fact.kind == "attr" and fact.name:
         cls = site.caller.split(".")[0] if "." in site.caller else None
-        if cls and model.attrs.get(cls, {}).get(fact.name) == "packed":
+        if cls and tree is not None and tree.attrs_of(model).get(cls, {}).get(fact.name) == "packed":
             return Layout(PACKED, f"`self.{fact.name}` is allocated by its class")
     return Layout(UNKNOWN, f"nothing shows the layout {where} passes")
 
@@ -133,7 +133,7 @@ def layout_of(o: ArgOrigin | None, bl, tree=None) -> Layout:
     if o.strided_view:
         return Layout(LIVE, f"`{o.text}` is a strided view made in {where}")
     if o.tensor and o.tensor.startswith("self.") and launch.launcher_class:
-        if bl.module.attrs.get(launch.launcher_class, {}).get(o.tensor[5:]) == "packed":
+        if tree is not None and tree.attrs_of(bl.module).get(launch.launcher_class, {}).get(o.tensor[5:]) == "packed":
             return Layout(PACKED, f"`{o.tensor}` is allocated by its class")
         return Layout(UNKNOWN, f"`{o.tensor}` is an attribute whose layout nothing shows")
     source = o.param if o.param is not None else (o.like_of if o.like_of in launch.params else None)
