@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from stridecheck.lint.callgraph import called_names, collect_calls, collect_functions
+from stridecheck.lint.callgraph import callable_names, called_names, collect_calls, collect_functions
 from stridecheck.lint.kernels import build_kernels
 from stridecheck.lint.launches import collect
 from stridecheck.lint.model import ModuleModel
@@ -54,6 +54,11 @@ def build_module_model(source: str, *, path: str, module: str | None, options) -
     model.contiguous_returns = tuple(info.contiguous_returns)
     model.functions = collect_functions(tree)
     model.called = called_names(source)
+    if model.launches:
+        # A launcher's module: its calls that may reach a launcher of the tree, read now while the
+        # tree is in hand (other modules are read on demand by the tree, when a layout is asked
+        # of a function they call).
+        model.calls, model.attrs = collect_calls(tree, model.functions, callable_names(model), source.splitlines())
     return model
 
 

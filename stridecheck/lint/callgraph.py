@@ -253,6 +253,24 @@ def _contiguous_at_entry(fn, params: list[str]) -> set[str]:
 _CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
+_EXTERNAL = ("torch", "triton", "numpy", "typing", "collections", "functools", "itertools", "os", "sys", "math",
+             "dataclasses", "enum", "abc", "contextlib", "logging", "warnings", "re", "einops", "packaging",
+             "transformers", "jax", "cupy")
+
+
+def callable_names(model) -> frozenset:
+    """Names a call of which may reach a launcher of the linted tree: the module's own functions
+    and classes (``Cls.apply``), and what it imports from anything but the standard library,
+    torch, triton and their like."""
+    out = {"apply"}
+    for q in model.functions:
+        out.update(q.split("."))
+    for local, full in model.imports.items():
+        if not full.startswith(_EXTERNAL) or full.startswith("."):
+            out.add(local)
+    return frozenset(out)
+
+
 def called_names(source: str) -> frozenset:
     """Every identifier the module calls (a regular expression over its text: what the tree
     checks before reading a module for its calls of a launcher)."""
@@ -285,9 +303,12 @@ def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
     return out
 
 
-def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: frozenset | None = None):
+def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: frozenset | None = None,
+                  lines: list[str] | None = None):
     """(calls, attrs) of a module: the call sites of its functions (those calling one of
-    ``wanted`` by name, when given) with what they pass, and the attributes its classes allocate."""
+    ``wanted`` by name, when given) with what they pass, and the attributes its classes allocate.
+    With the module's source ``lines``, a function whose text calls none of ``wanted`` (and
+    assigns no ``self.`` attribute) is not walked."""
     calls: list[CallSite] = []
     attrs: dict[str, dict[str, str]] = {}
     class_attrs: dict[str, dict[str, bool]] = {}
@@ -296,6 +317,10 @@ def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: 
         info = functions.get(qual)
         if info is None:
             continue
+        if wanted is not None and lines is not None:
+            text = "\n".join(lines[fn.lineno - 1:fn.end_lineno])
+            if wanted.isdisjoint(_CALLED.findall(text)) and not (cls and "self." in text and "=" in text):
+                continue
         scan = _FunctionScan(fn, qual, set(info.params), set(info.contiguous_params), calls, wanted)
         scan.run(class_attrs.setdefault(cls, {}) if cls else None)
     for cls, found in class_attrs.items():

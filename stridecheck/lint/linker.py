@@ -208,9 +208,16 @@ class Tree:
         if got is not None:
             return got
         cls, _, name = qualname.rpartition(".")
-        names = {cls} if name == "forward" and cls else {name}  # `Cls.apply(...)` reaches `forward`
-        candidates = [m for m in self.models if names & m.called]
-        candidates.extend(self._nearby(model, names))
+        if cls and name != "forward":
+            # A method: called as `self.m(...)` in its class (an `obj.m(...)` elsewhere cannot be
+            # told from another class's `m`).
+            names, candidates = {name}, [model]
+
+        else:
+            names = {cls} if cls else {name}  # `Cls.apply(...)` reaches `forward`
+            wanted = next(iter(names))
+            candidates = [m for m in self.models if wanted in m.called and (m is model or self._imports(m, wanted))]
+            candidates.extend(self._nearby(model, names))
         got = []
         for cm in candidates:
             for site in self.calls_of(cm):
@@ -220,6 +227,15 @@ class Tree:
                     got.append((cm, site))
         self._callers[key] = got
         return got
+
+    @staticmethod
+    def _imports(model: ModuleModel, name: str) -> bool:
+        """Whether ``model`` imports ``name`` (`from pkg.mod import name`), or a module it may reach
+        it through (`import pkg.mod as m` ... `m.name(...)`: the name is not on the import line)."""
+        for local, full in model.imports.items():
+            if local == name or full.endswith("." + name):
+                return True
+        return False
 
     def calls_of(self, model: ModuleModel) -> list[CallSite]:
         """A module's call sites (read from its file on first use)."""
