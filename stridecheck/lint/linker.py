@@ -22,6 +22,7 @@ Arguments after an unresolvable ``*args`` are not bound; keywords still are.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -191,7 +192,7 @@ class Tree:
         self._hosts: dict[str, ModuleModel | None] = {}
         self._bytes: dict[str, bytes] = {}
         self._listings: dict[str, list[str]] = {}
-        self._modelled = {__import__("os").path.abspath(m.path) for m in self.models}
+        self._modelled = {os.path.abspath(m.path) for m in self.models}
 
     # -- the host side's call graph
 
@@ -262,8 +263,6 @@ class Tree:
     def _nearby(self, model: ModuleModel, names: set[str]) -> list[ModuleModel]:
         """Modules read for their calls only: files beside ``model`` (its directory and the one
         above) that the run did not model (no `triton` in them) and that call one of ``names``."""
-        import os
-
         from stridecheck.lint.access_model import build_host_model
         from stridecheck.lint.engine import decode_source, module_name
 
@@ -295,8 +294,6 @@ class Tree:
 
     def _listing(self, directory: str) -> list[str]:
         """The ``.py`` files of a directory that the run did not model."""
-        import os
-
         got = self._listings.get(directory)
         if got is None:
             try:
@@ -397,7 +394,7 @@ class Tree:
             return None
         if near is not None:
             def shared(m: ModuleModel) -> int:
-                a, b = m.path.replace("\\", "/").split("/"), near.path.replace("\\", "/").split("/")
+                a, b = (os.path.abspath(x).replace("\\", "/").split("/") for x in (m.path, near.path))
                 n = 0
                 while n < min(len(a), len(b)) and a[n] == b[n]:
                     n += 1
