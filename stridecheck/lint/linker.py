@@ -158,13 +158,7 @@ class Tree:
         self._launches: dict[tuple[str, str], list[BoundLaunch]] = defaultdict(list)
         self._by_module: dict[str, list[ModuleModel]] = defaultdict(list)
         for model in self.models:
-            keys = set(_path_keys(model.path))
-            if model.module:
-                keys.add(model.module)
-                if model.module.endswith(".__init__"):
-                    keys.add(model.module[: -len(".__init__")])
-            for key in keys:
-                self._by_module[key].append(model)
+            self._index(model)
         self._kernels = {id(m): {k.name: k for k in m.kernels} for m in self.models}
         self._bound_launches: list[BoundLaunch] = []
         for model in self.models:
@@ -288,6 +282,8 @@ class Tree:
                     except Exception:  # noqa: BLE001 - a file read for context never fails the run
                         host = None
                     self._hosts[path] = host
+                    if host is not None:
+                        self._index(host)  # its own callers resolve their imports of it
                 if host is not None:
                     out.append(host)
         return out
@@ -367,6 +363,16 @@ class Tree:
             self._kernels[id(kmodel)][name] = refined
             for bl in bls:
                 bl.kernel = refined
+
+    def _index(self, model: ModuleModel) -> None:
+        """Make ``model`` findable by the dotted names it may be imported as."""
+        keys = set(_path_keys(model.path))
+        if model.module:
+            keys.add(model.module)
+            if model.module.endswith(".__init__"):
+                keys.add(model.module[: -len(".__init__")])
+        for key in keys:
+            self._by_module[key].append(model)
 
     def kernels(self) -> Iterator[tuple[ModuleModel, Kernel]]:
         for model in self.models:
