@@ -43,35 +43,29 @@ _UNKNOWN = ArgFact("unknown")
 def strided_subscript(elements) -> bool:
     """Whether indexing with ``elements`` (the subscript's items) makes a view whose inner
     dimensions are not packed: a partial slice of an inner dimension (`x[:, :n]`, `x[..., 1:]`), or
-    an index into one after a slice (`x[:, 0]`). Slicing the outermost dimension only
-    (`x[a:b]`, `x[a:b, :, :]`) or indexing it (`x[0]`) keeps the rest packed."""
-    sliced = False
-    for i, e in enumerate(elements):
-        if isinstance(e, ast.Slice):
-            partial = e.lower is not None or e.upper is not None or e.step is not None
-            if partial and (i > 0 or any(isinstance(x, ast.Constant) and x.value is Ellipsis for x in elements[:i])):
-                return True
-            if i > 0 and sliced is False and partial:
-                return True
-            sliced = True
-        elif isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis):
-            if e.value is Ellipsis:
-                sliced = True
+    an index into one after a slice (`x[:, 0]`). Indexing leading dimensions (`x[0]`, `x[0, a:b]`)
+    and slicing the outermost remaining one (`x[a:b]`, `x[a:b, :, :]`) keep the rest packed."""
+    i = 0
+    while i < len(elements) and not isinstance(elements[i], ast.Slice) and not (
+            isinstance(elements[i], ast.Constant) and elements[i].value in (None, Ellipsis)):
+        i += 1  # leading indices drop dimensions
+    rest = elements[i:]
+    for k, e in enumerate(rest):
+        if isinstance(e, ast.Constant) and e.value is Ellipsis:
+            if any(isinstance(x, ast.Slice) and (x.lower or x.upper or x.step) for x in rest[k + 1:]):
+                return True  # `x[..., :n]`: the innermost dimension
             continue
-        elif sliced:
-            return True
+        if isinstance(e, ast.Constant) and e.value is None:
+            continue
+        if isinstance(e, ast.Slice):
+            if k > 0 and (e.lower is not None or e.upper is not None or e.step is not None):
+                return True
+            if k == 0 and e.step is not None:
+                return True  # `x[::2]`: every other row
+            continue
+        if k > 0:
+            return True  # an index into an inner dimension after a slice
     return False
-
-
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _source(node) -> str:
