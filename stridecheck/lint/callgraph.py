@@ -68,6 +68,17 @@ def strided_subscript(elements) -> bool:
     return False
 
 
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
 def _source(node) -> str:
     try:
         return ast.unparse(node)
