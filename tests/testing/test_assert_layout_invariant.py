@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from stridecheck._layouts import constant_dims, materialise
+from stridecheck.testing.layouts import constant_dims, materialise
 from stridecheck.guard import Tensor, stride_guard
 from stridecheck.testing import DEFAULT_LAYOUTS, LayoutError, assert_layout_invariant
 

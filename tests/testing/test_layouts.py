@@ -1,11 +1,11 @@
-"""The layouts, the poison and the gap bookkeeping of stridecheck._layouts."""
+"""The layouts, the poison and the gap bookkeeping of stridecheck.testing.layouts."""
 
 import math
 
 import pytest
 import torch
 
-from stridecheck._layouts import (
+from stridecheck.testing.layouts import (
     ALL_LAYOUTS,
     MIN_GUARD,
     ROW_PAD,

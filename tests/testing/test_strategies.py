@@ -7,7 +7,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stridecheck._layouts import poison_value
+from stridecheck.testing.layouts import poison_value
 from stridecheck.strategies import strided_tensors
 from stridecheck.testing import assert_layout_invariant
 

@@ -6,13 +6,12 @@
 :func:`assert_layout_invariant` runs the function once on contiguous copies of its tensor
 arguments (the *baseline*), then once per (tensor argument, layout) with that argument
 re-materialised — same logical values — in another physical layout, in a buffer whose gaps and
-guard zones hold poison (:mod:`stridecheck._layouts` documents the layouts and the poison
+guard zones hold poison (:mod:`stridecheck.testing.layouts` documents the layouts and the poison
 values). It asserts that every run returns what the baseline returned, leaves every tensor
 argument as the baseline left it, and writes no gap element.
 
 Importing this module imports neither torch nor triton; they are imported when a function here
-is called. The hypothesis strategy :func:`strided_tensors` is re-exported from
-:mod:`stridecheck.strategies` (it needs hypothesis).
+is called.
 """
 
 from __future__ import annotations
@@ -31,21 +30,12 @@ __all__ = [
     "DEFAULT_LAYOUTS",
     "EXTRA_LAYOUTS",
     "ALL_LAYOUTS",
-    "strided_tensors",
 ]
 
-# Copies of stridecheck._layouts' names, kept here so that reading them imports no torch.
+# Copies of stridecheck.testing.layouts' names, kept here so that reading them imports no torch.
 DEFAULT_LAYOUTS = ("padded_last", "padded_outer", "storage_offset")
 EXTRA_LAYOUTS = ("transposed", "strided", "expanded")
 ALL_LAYOUTS = DEFAULT_LAYOUTS + EXTRA_LAYOUTS
-
-
-def __getattr__(name: str):
-    if name == "strided_tensors":
-        from stridecheck.strategies import strided_tensors
-
-        return strided_tensors
-    raise AttributeError(f"module 'stridecheck.testing' has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -281,7 +271,7 @@ def _fmt_index(index: tuple) -> str:
 
 
 def _difference(what: str, expected, actual, atol: float, rtol: float) -> str | None:
-    from stridecheck._layouts import first_difference
+    from stridecheck.testing.layouts import first_difference
 
     if _is_tensor(expected) != _is_tensor(actual):
         return f"{what}: expected {type(expected).__name__}, got {type(actual).__name__}"
@@ -308,7 +298,7 @@ def _run(call: _Call, baseline: _Baseline | None, target: int, layout: str, stri
 
     Returns ``(variant, mats, result)``.
     """
-    from stridecheck._layouts import materialise
+    from stridecheck.testing.layouts import materialise
 
     name = call.leaves[target][0] if target >= 0 else "*"
     mats = []
@@ -472,7 +462,7 @@ def assert_layout_invariant(
 
     Every copy, baseline included, lives in a buffer whose gaps and guard zones hold poison
     (NaN for floating and complex dtypes, the minimum of signed and the maximum of unsigned
-    integer dtypes, True for bool; see :mod:`stridecheck._layouts`). torch's random number
+    integer dtypes, True for bool; see :mod:`stridecheck.testing.layouts`). torch's random number
     generator state is restored before each call, so functions that draw from it compare equal.
 
     Layouts (names; :data:`DEFAULT_LAYOUTS` by default, which keep ``stride(-1) == 1``):
@@ -483,7 +473,7 @@ def assert_layout_invariant(
     ``strided`` (a ``[::2]`` slice along every dimension, inner stride 2) and ``expanded``
     (stride 0 along size-1 or constant dimensions; only for arguments the baseline left
     unchanged). A layout that would equal the contiguous one is skipped (``not_applicable``).
-    ``stridecheck._layouts.LAYOUT_DOCS`` describes each in a sentence.
+    ``stridecheck.testing.layouts.LAYOUT_DOCS`` describes each in a sentence.
 
     The keywords ``layouts``, ``atol``, ``rtol`` and ``isolate`` are this function's; an
     argument of ``fn`` with one of these names must be passed positionally (or bound with
@@ -513,7 +503,7 @@ def assert_layout_invariant(
             start.
         Exception: whatever ``fn`` raises on the baseline (contiguous copies) is re-raised.
     """
-    from stridecheck._layouts import ALL_LAYOUTS as known, constant_dims, placement
+    from stridecheck.testing.layouts import ALL_LAYOUTS as known, constant_dims, placement
 
     if isinstance(layouts, str):
         layouts = (layouts,)

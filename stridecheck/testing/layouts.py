@@ -1,7 +1,7 @@
 """Physical layouts for the same logical tensor, in poisoned, guarded buffers.
 
-Private to :mod:`stridecheck.testing` and :mod:`stridecheck.strategies`; imports torch at import
-time, so only those modules' functions import it, lazily.
+Used by :mod:`stridecheck.testing.invariant` and :mod:`stridecheck.testing.strategies`; imports
+torch at import time, so those modules' functions import it lazily.
 
 Every re-materialised tensor lives in a fresh 1-D *buffer*::
 
