@@ -38,7 +38,9 @@ def strided_tensors(
     * a storage offset in ``[0, max_offset]`` elements.
 
     So it covers contiguous tensors, row-padded buffers, slices of larger tensors, storage
-    offsets and permuted (e.g. transposed-contiguous) tensors. Elements never overlap (no stride-0
+    offsets and permuted (e.g. transposed-contiguous) tensors. Each draw records its layout with
+    ``hypothesis.note`` (shape, dtype, strides, storage offset, memory order), so a falsifying
+    example shows the strides that broke it, not only its values. Elements never overlap (no stride-0
     or aliasing dimensions): every example is a legal output tensor too. The values are drawn
     from a seeded ``torch.Generator`` (normal floats, integers in ``[-100, 100)`` — ``[0, 100)``
     for unsigned — and fair booleans).
@@ -58,6 +60,7 @@ def strided_tensors(
         ValueError: a negative size or bound, ``max_step < 1``, an unknown ``fill``.
     """
     import torch
+    from hypothesis import note
     from hypothesis import strategies as st
     from hypothesis.strategies import SearchStrategy
 
@@ -124,6 +127,10 @@ def strided_tensors(
         inverse = [order.index(d) for d in range(nd)]
         view = in_memory_order.permute(inverse) if nd else in_memory_order
         view.copy_(_values(shape, dt, seed).to(device))
+        note(
+            f"strided_tensors drew shape {shape} {dt}: strides {tuple(view.stride())}, storage offset "
+            f"{view.storage_offset()} (memory order {tuple(order)}, a buffer of {buffer.numel()} elements)"
+        )
         return view
 
     return build()

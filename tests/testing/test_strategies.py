@@ -113,3 +113,17 @@ def test_a_layout_invariant_function_passes_on_any_drawn_layout(x):
     # The strategy's tensors are ordinary inputs to the layout tests: torch reads strides right.
     report = assert_layout_invariant(lambda t: t.sum(dim=-1) * 0 + t[:, 0], x)
     assert report.failures == [] and not math.isnan(float(x.sum()))
+
+
+def test_a_falsifying_example_shows_its_strides_and_storage_offset():
+    # Issue 15: the values alone do not say which layout broke a test.
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(strided_tensors(shape=(3, 4)))
+    def needs_dense(x):
+        assert x.is_contiguous() and x.storage_offset() == 0
+
+    with pytest.raises(AssertionError) as info:
+        needs_dense()
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "strided_tensors drew shape (3, 4) torch.float32: strides (" in notes
+    assert "storage offset " in notes and "memory order (0, 1)" in notes
