@@ -119,7 +119,8 @@ def _dtype_name(dtype: torch.dtype) -> str:
 class Difference:
     """How ``actual`` differs from ``expected`` (both tensors of one logical shape).
 
-    ``mismatch`` is set (and the rest empty) when the shapes or dtypes differ. Otherwise
+    ``mismatch`` is set (and the rest empty) when the shapes or dtypes differ: the expected and
+    the actual tensor's ``"shape (2, 3) torch.float32"``. Otherwise
     ``index`` is the first differing logical index, ``expected``/``actual`` the values there,
     ``count`` how many of ``numel`` elements differ, ``max_abs`` the largest absolute difference
     among them (inf where one side is NaN or infinite) and ``max_ulp`` the same in units in the
@@ -134,7 +135,7 @@ class Difference:
     max_abs: float | None = None
     max_ulp: float | None = None
     dtype: torch.dtype | None = None
-    mismatch: str | None = None
+    mismatch: tuple[str, str] | None = None
 
     @property
     def within_few_ulp(self) -> bool:
@@ -186,8 +187,7 @@ def difference(expected: torch.Tensor, actual: torch.Tensor, tolerance: Toleranc
     """Where ``actual`` differs from ``expected`` under ``tolerance``; None if they are the same."""
     if tuple(expected.shape) != tuple(actual.shape) or expected.dtype != actual.dtype:
         return Difference(
-            mismatch=f"shape {tuple(expected.shape)} {expected.dtype} against shape "
-            f"{tuple(actual.shape)} {actual.dtype}"
+            mismatch=(f"shape {tuple(expected.shape)} {expected.dtype}", f"shape {tuple(actual.shape)} {actual.dtype}")
         )
     dtype = expected.dtype
     a, b = expected.detach(), actual.detach().to(expected.device)

@@ -81,8 +81,11 @@ def test_nan_where_the_baseline_has_a_number_is_an_infinite_difference():
 
 
 def test_shape_and_dtype_mismatches_are_named():
-    assert "(2, 3)" in difference(torch.zeros(2, 3), torch.zeros(3, 2), Tolerance()).mismatch
-    assert "int32" in difference(torch.zeros(2), torch.zeros(2, dtype=torch.int32), Tolerance()).mismatch
+    assert difference(torch.zeros(2, 3), torch.zeros(3, 2), Tolerance()).mismatch == (
+        "shape (2, 3) torch.float32",
+        "shape (3, 2) torch.float32",
+    )
+    assert "int32" in difference(torch.zeros(2), torch.zeros(2, dtype=torch.int32), Tolerance()).mismatch[1]
 
 
 @pytest.mark.parametrize(
