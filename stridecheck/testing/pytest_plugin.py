@@ -10,13 +10,14 @@ Usage::
         logits, cache = torch.randn(3, 300), torch.zeros(3, 3, 301)
         layout_check(store_step, logits, cache, torch.tensor(1))   # raises LayoutError
 
-    @pytest.mark.layouts("padded_last", "transposed", atol=1e-6)
+    @pytest.mark.layouts("padded_last", "transposed", exact=True)
     def test_matvec(layout_check):
-        layout_check(matvec, a, x)
+        layout_check(matvec, a, x, reference=torch.mv)
 
 ``layout_check(fn, *args, **kwargs)`` is :func:`stridecheck.testing.assert_layout_invariant`
-whose ``layouts``, ``atol``, ``rtol`` and ``isolate`` default to the ``layouts`` marker's (the
-closest one: test, class or module); keywords given to the call win. It returns the
+whose ``layouts``, ``atol``, ``rtol``, ``exact`` and ``isolate`` default to the ``layouts``
+marker's (the closest one: test, class or module); keywords given to the call win (``reference``
+and ``name`` are given to the call). It returns the
 :class:`~stridecheck.testing.LayoutReport`; every report is also kept in ``layout_check.reports``,
 and layouts a ``@stride_guard`` contract refused are listed in the terminal summary.
 """
@@ -25,16 +26,17 @@ from __future__ import annotations
 
 import pytest
 
-_OPTIONS = ("atol", "rtol", "isolate")
+_OPTIONS = ("atol", "rtol", "exact", "isolate")
 _UNSUPPORTED = pytest.StashKey[list]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "layouts(*names, atol=0, rtol=0, isolate=False): the layouts (stridecheck.testing names: "
-        "padded_last, padded_outer, storage_offset, transposed, strided, expanded) and tolerances the "
-        "layout_check fixture uses in this test",
+        "layouts(*names, atol=None, rtol=None, exact=False, isolate=False): the layouts "
+        "(stridecheck.testing names: padded_last, padded_outer, storage_offset, size_one_strides, "
+        "transposed, strided, expanded; default: all but expanded) and the comparison the "
+        "layout_check fixture uses in this test (default: torch.testing.assert_close's tolerances)",
     )
     config.stash[_UNSUPPORTED] = []
 
@@ -63,11 +65,13 @@ def layout_check(request: pytest.FixtureRequest):
     reports: list = []
     unsupported = request.config.stash.get(_UNSUPPORTED, [])
 
-    def check(fn, *args, layouts=None, atol=None, rtol=None, isolate=None, **kwargs):
+    def check(fn, *args, layouts=None, atol=None, rtol=None, exact=None, isolate=None, **kwargs):
+        __tracebackhide__ = True  # a failure shows the test's line and the report
         from stridecheck.testing import assert_layout_invariant
 
         options = dict(defaults)
-        for key, value in (("layouts", layouts), ("atol", atol), ("rtol", rtol), ("isolate", isolate)):
+        given = (("layouts", layouts), ("atol", atol), ("rtol", rtol), ("exact", exact), ("isolate", isolate))
+        for key, value in given:
             if value is not None:
                 options[key] = value
         try:
