@@ -304,11 +304,11 @@ def _gather_rows_kernel(
     i = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     src = tl.load(index_ptr + i * index_stride).to(tl.int64)
-    # An index out of range selects nothing (zeros), as bounds-checked gathers do.
-    ok = (src >= 0) & (src < n_src_rows)
-    mask = (cols < n_cols) & ok
-    x = tl.load(x_ptr + src * x_stride_0 + cols * x_stride_1, mask=mask, other=0.0)
-    tl.store(out_ptr + i * n_cols + cols, x, mask=cols < n_cols)
+    # An index out of range selects zeros, as bounds-checked gathers do (never a wild address).
+    valid = (src >= 0) & (src < n_src_rows)
+    row = tl.where(valid, src, 0)
+    x = tl.load(x_ptr + row * x_stride_0 + cols * x_stride_1, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + i * n_cols + cols, tl.where(valid, x, 0.0), mask=cols < n_cols)
 
 
 def _gather_rows(x, index, index_stride):
