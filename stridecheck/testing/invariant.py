@@ -712,8 +712,8 @@ def assert_layout_invariant(
        way, and no other — and write no gap element.
 
     Every copy, baseline included, lives in a buffer whose gaps and guard zones hold poison
-    (NaN for floating and complex dtypes, the minimum of signed and the maximum of unsigned
-    integer dtypes, True for bool; see :mod:`stridecheck.testing.layouts`). torch's random number
+    (NaN for floating and complex dtypes, -1 for signed and the maximum of unsigned integer
+    dtypes, True for bool; see :mod:`stridecheck.testing.layouts`). torch's random number
     generator state is restored before each call, so functions that draw from it compare equal.
 
     Layouts (``stridecheck.testing.layouts.LAYOUT_DOCS`` describes each), by default:

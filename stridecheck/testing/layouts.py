@@ -15,8 +15,11 @@ that differs from the snapshot taken before it is a stray write.
 Poison (see :func:`poison_value`):
 
 * floating and complex dtypes: NaN (so a stray *read* also shows, as NaN in the result);
-* signed integers: the dtype's minimum (``-2**31`` for int32), a value no valid count, index
-  or id takes, and far out of range if used as an offset;
+* signed integers: ``-1``, which no valid index takes. A kernel that reads an index from a gap
+  (an index tensor whose stride it ignores) then steps one row *before* the tensor it indexes,
+  into that buffer's guard zone, where the stray write or read is seen; an extreme value (the
+  dtype's minimum) would step to a wild address and kill the process — a segfault under the
+  interpreter, an illegal address that ruins the CUDA context on a GPU;
 * unsigned integers: the dtype's maximum (255 for uint8);
 * bool: ``True``.
 
@@ -76,13 +79,13 @@ LAYOUT_DOCS = {
 
 
 def poison_value(dtype: torch.dtype) -> float | int | bool:
-    """The value gaps of a buffer of ``dtype`` are filled with (NaN, int min, uint max, True)."""
+    """The value gaps of a buffer of ``dtype`` are filled with (NaN, -1, uint max, True)."""
     if dtype.is_floating_point or dtype.is_complex:
         return math.nan
     if dtype == torch.bool:
         return True
     info = torch.iinfo(dtype)
-    return info.min if info.min < 0 else info.max
+    return -1 if info.min < 0 else info.max
 
 
 def poisoned(numel: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:

@@ -42,8 +42,8 @@ def strided_tensors(
     ``hypothesis.note`` (shape, dtype, strides, storage offset, memory order), so a falsifying
     example shows the strides that broke it, not only its values. Elements never overlap (no stride-0
     or aliasing dimensions): every example is a legal output tensor too. The values are drawn
-    from a seeded ``torch.Generator`` (normal floats, integers in ``[-100, 100)`` — ``[0, 100)``
-    for unsigned — and fair booleans).
+    from a seeded ``torch.Generator`` (normal floats, integers in ``[-100, 100)`` but never the poison
+    -1 — ``[0, 100)`` for unsigned — and fair booleans).
 
     Args:
         shape: a tuple of non-negative ints, or a strategy producing such tuples.
@@ -52,7 +52,7 @@ def strided_tensors(
         unit_inner_stride: keep ``stride(-1) == 1`` (what ``base + offs`` addressing assumes).
         max_pad, max_step, max_offset: bounds of the drawn padding, slice step and storage offset,
             in elements (non-negative; ``max_step >= 1``).
-        fill: what the gaps hold: ``"poison"`` (NaN / int min / uint max / True, as in
+        fill: what the gaps hold: ``"poison"`` (NaN / -1 / uint max / True, as in
             :mod:`stridecheck.testing`) or ``"zeros"``.
 
     Raises:
@@ -147,4 +147,6 @@ def _values(shape, dtype, seed):
     if dtype.is_floating_point:
         return torch.randn(shape, generator=gen).to(dtype)
     low = 0 if torch.iinfo(dtype).min == 0 else -100
-    return torch.randint(low, 100, shape, generator=gen).to(dtype)
+    values = torch.randint(low, 100, shape, generator=gen)
+    # -1 is the signed integers' poison: keep it out of the values, so a stray read shows.
+    return torch.where(values == -1, torch.full_like(values, -100), values).to(dtype)

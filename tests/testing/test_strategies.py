@@ -80,9 +80,13 @@ def test_gaps_hold_poison_and_values_are_not_poison(data):
     inside[_addresses(t)] = True
     assert bool(torch.isnan(storage[~inside]).all())
     assert not bool(torch.isnan(t).any())
+    ints = data.draw(strided_tensors(shape=(3, 4), dtype=torch.int32))
+    assert not bool((ints == poison_value(torch.int32)).any())  # values never look like poison
     zeros = data.draw(strided_tensors(shape=(3, 4), dtype=torch.int32, fill="zeros"))
     storage = torch.tensor([], dtype=zeros.dtype).set_(zeros.untyped_storage())
-    assert not bool((storage == poison_value(torch.int32)).any())
+    inside = torch.zeros(storage.numel(), dtype=torch.bool)
+    inside[_addresses(zeros)] = True
+    assert bool((storage[~inside] == 0).all())
 
 
 def test_shape_and_dtype_may_be_strategies():
