@@ -13,7 +13,9 @@ Writes ``DIR/layout_sweep.json`` (one record per (library, op, argument, layout)
 the argument's strides, and for a failure what the reference says; one record per op with its
 time and whether the op's contiguous result agrees with the reference) and
 ``DIR/layout_sweep.md`` (device, versions, date, a row per op, the findings), both rewritten
-after every op so that an interrupted run leaves what it measured. It prints one line per op and
+after every op so that an interrupted run leaves what it measured, and at the end appends one
+line to ``DIR/history.jsonl`` (date, commit, device, headline numbers: the benchmarks' shared
+history; with ``--out`` elsewhere, append that line to ``benchmarks/results/history.jsonl``). It prints one line per op and
 a closing verdict on the expectations below.
 
 Expectations (issue 22): five real layout bugs, each found and confirmed by the reference —
@@ -475,6 +477,29 @@ def write_outputs(out_dir: Path, meta: dict, ops: list[dict]) -> dict:
     return summary
 
 
+def append_history(out_dir: Path, meta: dict, summary: dict) -> None:
+    c = summary["counts"]
+    expected = summary["expected_bugs_run"]
+    line = {
+        "date": meta["date"],
+        "commit": meta.get("stridecheck_commit"),
+        "device": meta["device"],
+        "torch": meta["torch"],
+        "triton": meta["triton"],
+        "source": "layout_sweep.json",
+        "rows": c["variants"],
+        "headline": [
+            f"{c['ops']} ops ({', '.join(f'{lib} {v}' for lib, v in meta['versions'].items())}), "
+            f"{c['variants']} variants: {c['passed']} passed, {c['failed']} failed, {c['unsupported']} unsupported",
+            f"expected bugs found and confirmed: {len(expected) - len(summary['expected_bugs_missed'])}/{len(expected)}"
+            f" ({len(summary['expected_bugs_not_run'])} not run)",
+            f"failures on other ops: {len(summary['unexpected_failures'])}",
+        ],
+    }
+    with open(out_dir / "history.jsonl", "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def markdown(meta: dict, ops: list[dict], summary: dict) -> str:
     versions = ", ".join(f"{lib} {v}" for lib, v in meta["versions"].items())
     lines = [
@@ -603,6 +628,7 @@ def main(argv=None) -> int:
                 write_outputs(out_dir, meta, ops)
     meta["wall_seconds"] = round(time.perf_counter() - t0, 1)
     summary = write_outputs(out_dir, meta, ops)
+    append_history(out_dir, meta, summary)
     c = summary["counts"]
     print(
         f"{c['ops']} ops, {c['variants']} variants: {c['passed']} passed, {c['failed']} failed, "

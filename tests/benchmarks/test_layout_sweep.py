@@ -72,3 +72,7 @@ def test_the_command_writes_the_records_and_the_table(tmp_path):
     assert {"library", "version", "op", "argument", "layout", "verdict", "confirmed", "reference_agrees_with"} <= set(row)
     table = (tmp_path / "layout_sweep.md").read_text()
     assert "| controls | flat_mul | 2 | 8 (8) |" in table and "Expectations met." in table
+    (history,) = (tmp_path / "history.jsonl").read_text().splitlines()
+    line = json.loads(history)
+    assert line["source"] == "layout_sweep.json" and line["rows"] == len(data["records"])
+    assert "expected bugs found and confirmed: 1/1 (0 not run)" in line["headline"]
