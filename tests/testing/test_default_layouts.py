@@ -207,3 +207,25 @@ def test_a_contract_that_opts_out_of_unit_inner_stride_runs_every_layout():
 def test_without_a_contract_expanded_does_not_run():
     report = assert_layout_invariant(lambda x: x.sum(-1), torch.randn(4, 6))
     assert "expanded" not in {v.layout for v in report.variants}
+
+
+# --- an index read from a gap ----------------------------------------------------------------
+
+
+def _store_rows_by_slot(values, slots, cache):
+    """cache[slots[i]] = values[i], reading slots as dense (its stride ignored) and addressing
+    cache's rows by raw offsets, as a kernel does: no bounds check."""
+    dense_slots = torch.as_strided(slots, (slots.shape[0],), (1,), slots.storage_offset())
+    for i, slot in enumerate(dense_slots.tolist()):
+        row = torch.as_strided(cache, (cache.shape[1],), (cache.stride(1),), cache.storage_offset() + slot * cache.stride(0))
+        row.copy_(values[i])
+
+
+def test_an_index_read_from_a_gap_is_reported_as_a_stray_write_not_a_crash():
+    # The signed integers' poison is -1: the row before the cache, inside its buffer's guard
+    # zone, where the write is seen (an extreme value would address wild memory).
+    values, cache = torch.randn(2, 5), torch.zeros(3, 5)
+    with pytest.raises(LayoutError) as info:
+        assert_layout_invariant(_store_rows_by_slot, values, torch.tensor([2, 0]), cache)
+    strided = next(v for v in info.value.report.failures if (v.argument, v.layout) == ("slots", "strided"))
+    assert "slots as strided wrote into the gap of cache's buffer: element 5 element(s) before the view's first element" in strided.detail
