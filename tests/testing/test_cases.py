@@ -37,6 +37,11 @@ from stridecheck.testing.layouts import UNIT_INNER_LAYOUTS
 
 CASE_FILES = sorted(p for p in CASES.glob("*.py"))
 
+# An extra layer: the cases are read in place from the shared folder beside the checkout.
+pytestmark = pytest.mark.skipif(
+    not CASES.is_dir(), reason=f"the shared cases are not there ({CASES}); set STRIDECHECK_CASES to run them"
+)
+
 # The argument of the launcher each buggy case's fault is about: the test's oracle. A case file
 # added later and missing here is still held to the verdict its run() gives.
 BUG_ARGUMENT = {
