@@ -42,6 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _marker_options(node) -> dict:
+    __tracebackhide__ = True  # a bad marker shows as its one-line error
     marker = node.get_closest_marker("layouts")
     if marker is None:
         return {}
@@ -61,6 +62,7 @@ def _marker_options(node) -> dict:
 @pytest.fixture
 def layout_check(request: pytest.FixtureRequest):
     """A callable running a function across tensor layouts: see :mod:`stridecheck.testing.pytest_plugin`."""
+    __tracebackhide__ = True
     defaults = _marker_options(request.node)
     reports: list = []
     unsupported = request.config.stash.get(_UNSUPPORTED, [])

@@ -193,8 +193,9 @@ def test_isolated_runs_report_the_same_findings_as_in_process_runs(randn):
 
 
 def test_isolate_spawn_runs_an_importable_function_in_a_fresh_interpreter():
-    report = assert_layout_invariant(torch.neg, torch.randn(3, 4), isolate="spawn")
-    assert len(report.passed) == 5
+    # One layout: each spawned variant starts an interpreter and imports torch.
+    report = assert_layout_invariant(torch.neg, torch.randn(3, 4), layouts="padded_last", isolate="spawn")
+    assert [v.layout for v in report.passed] == ["padded_last"]
 
 
 def test_outputs_inside_dataclasses_and_numpy_arrays_are_compared_element_by_element():
