@@ -27,8 +27,9 @@ k < 8 (the input's strides ignored) and FlagGems' ``index_select`` (the index te
 ignored) — and no failure on any other op.
 
 Ops run in ``--workers`` spawned processes (each compiles its own kernels; FlagGems gets a
-config cache per worker, since its cache is one SQLite file). A worker that dies is replaced and
-its op retried once. ``--cpu``: tensors on the CPU through Triton's interpreter, small shapes;
+config cache per worker, since its cache is one SQLite file). A worker that dies takes the ops in
+flight with it; they run again afterwards, each alone in a process, so that only the op that
+kills its process is recorded as having done so. ``--cpu``: tensors on the CPU through Triton's interpreter, small shapes;
 Liger ops the interpreter cannot run are recorded as errors, FlagGems needs a GPU to import,
 and the ``controls`` (torch functions, one correct and one that ignores strides) run anywhere.
 """
@@ -451,7 +452,9 @@ def summarise(ops: list[dict], libraries: list[str]) -> dict:
         "expected_bugs_not_run": [f"{lib}.{op}" for lib, op in expected if (lib, op) not in ran],
         "expected_bugs_missed": missed,
         "unexpected_failures": unexpected,
-        "expectations_met": not missed and not unexpected and all(key in ran for key in expected),
+        "ops_not_run": [f"{o['library']}.{o['op']}" for o in ops if o["error"]],
+        "expectations_met": not missed and not unexpected and all(key in ran for key in expected)
+        and not any(o["error"] for o in ops),
     }
 
 
@@ -545,7 +548,8 @@ def markdown(meta: dict, ops: list[dict], summary: dict) -> str:
         f"Expected bugs run: {', '.join(summary['expected_bugs_run']) or 'none'}; not run: "
         f"{', '.join(summary['expected_bugs_not_run']) or 'none'}; missed: "
         f"{', '.join(summary['expected_bugs_missed']) or 'none'}; failures elsewhere: "
-        f"{len(summary['unexpected_failures'])}. Expectations {'met' if summary['expectations_met'] else 'NOT met'}.",
+        f"{len(summary['unexpected_failures'])}; ops that could not run: {len(summary['ops_not_run'])}. "
+        f"Expectations {'met' if summary['expectations_met'] else 'NOT met'}.",
         "",
     ]
     return "\n".join(lines)
@@ -584,48 +588,55 @@ def main(argv=None) -> int:
 
     ctx = multiprocessing.get_context("spawn")  # CUDA in the workers
 
-    def pool():
+    def pool(size=workers):
         return concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_worker_start, initargs=(ns.cpu,)
+            max_workers=size, mp_context=ctx, initializer=_worker_start, initargs=(ns.cpu,)
         )
 
-    # Which ops each library has (importing it in a worker, as the ops will run).
-    tasks = []
-    with pool() as executor:
-        for library, names, error in executor.map(_worker_list_ops, libraries, [device] * len(libraries), [small] * len(libraries)):
-            if error:
-                ops.append({"library": library, "op": "*", "variants": [], "error": error, "seconds": 0.0})
-                print(f"{library:9s} could not be loaded: {error.splitlines()[0]}", flush=True)
-            tasks += [(library, name) for name in names if not keep or name in keep]
+    def pool_of_one():
+        return pool(1)
 
-    attempts = {task: 0 for task in tasks}
-    pending = list(tasks)
-    while pending:
-        with pool() as executor:
-            futures = {executor.submit(run_op, lib, op, device, small): (lib, op) for lib, op in pending}
-            pending = []
-            for future in concurrent.futures.as_completed(futures):
-                task = futures[future]
-                attempts[task] += 1
-                try:
-                    result = future.result()
-                except concurrent.futures.process.BrokenProcessPool:
-                    if attempts[task] < 2:
-                        pending.append(task)
-                        continue
-                    result = {"library": task[0], "op": task[1], "variants": [], "seconds": 0.0,
-                              "error": "the worker process running it died (twice)"}
-                ops.append(result)
-                fails = [f"{v['argument']}/{v['layout']}" for v in result["variants"] if v["verdict"] == "failed"]
-                print(
-                    f"{result['library']:9s} {result['op']:20s} {result['seconds']:7.2f}s "
-                    f"{'ERROR ' + result['error'].splitlines()[0] if result['error'] else 'failed: ' + (', '.join(fails) or 'none')}",
-                    flush=True,
-                )
-                order = {t: i for i, t in enumerate(tasks)}
-                ops.sort(key=lambda o: order.get((o["library"], o["op"]), -1))
-                meta["wall_seconds"] = round(time.perf_counter() - t0, 1)
-                write_outputs(out_dir, meta, ops)
+    # Which ops each library has: listed in the workers that then run them (each imports the
+    # libraries once), as they will run.
+    executor = pool()
+    tasks = []
+    for library, names, error in executor.map(_worker_list_ops, libraries, [device] * len(libraries), [small] * len(libraries)):
+        if error:
+            ops.append({"library": library, "op": "*", "variants": [], "error": error, "seconds": 0.0})
+            print(f"{library:9s} could not be loaded: {error.splitlines()[0]}", flush=True)
+        tasks += [(library, name) for name in names if not keep or name in keep]
+    order = {t: i for i, t in enumerate(tasks)}
+
+    def record(result):
+        ops.append(result)
+        fails = [f"{v['argument']}/{v['layout']}" for v in result["variants"] if v["verdict"] == "failed"]
+        print(
+            f"{result['library']:9s} {result['op']:20s} {result['seconds']:7.2f}s "
+            f"{'ERROR ' + result['error'].splitlines()[0] if result['error'] else 'failed: ' + (', '.join(fails) or 'none')}",
+            flush=True,
+        )
+        ops.sort(key=lambda o: order.get((o["library"], o["op"]), -1))
+        meta["wall_seconds"] = round(time.perf_counter() - t0, 1)
+        write_outputs(out_dir, meta, ops)
+
+    # A worker that dies (a crash in a kernel) breaks the pool and every op in flight with it:
+    # those ops run again afterwards, each in a process of its own, so that only the op that
+    # kills its process is recorded as such.
+    retry = []
+    futures = {executor.submit(run_op, lib, op, device, small): (lib, op) for lib, op in tasks}
+    for future in concurrent.futures.as_completed(futures):
+        try:
+            record(future.result())
+        except concurrent.futures.process.BrokenProcessPool:
+            retry.append(futures[future])
+    executor.shutdown(wait=False, cancel_futures=True)
+    for lib, op in sorted(retry, key=order.get):
+        with pool_of_one() as alone:
+            try:
+                record(alone.submit(run_op, lib, op, device, small).result())
+            except concurrent.futures.process.BrokenProcessPool:
+                record({"library": lib, "op": op, "variants": [], "seconds": 0.0,
+                        "error": "the process running it died (alone in its process)"})
     meta["wall_seconds"] = round(time.perf_counter() - t0, 1)
     summary = write_outputs(out_dir, meta, ops)
     append_history(out_dir, meta, summary)
@@ -640,6 +651,7 @@ def main(argv=None) -> int:
         f"{', '.join(summary['expected_bugs_not_run']) or 'none'}; missed: "
         f"{', '.join(summary['expected_bugs_missed']) or 'none'}; unexpected failures: "
         + (", ".join(f"{u['library']}.{u['op']} {u['argument']}/{u['layout']}" for u in summary["unexpected_failures"]) or "none")
+        + f"; ops that could not run: {', '.join(summary['ops_not_run']) or 'none'}"
         + f"\nEXPECTATIONS {'MET' if summary['expectations_met'] else 'NOT MET'}",
         flush=True,
     )

@@ -52,6 +52,12 @@ def test_a_failure_on_an_op_expected_clean_breaks_the_expectations(sweep, contro
     assert {u["op"] for u in summary["unexpected_failures"]} == {"softmax_twin"}
 
 
+def test_an_op_that_could_not_run_breaks_the_expectations(sweep, control_ops):
+    broken = {"library": "controls", "op": "softmax", "variants": [], "error": "RuntimeError: no", "seconds": 0.0}
+    summary = sweep.summarise([broken, control_ops[1]], ["controls"])
+    assert summary["ops_not_run"] == ["controls.softmax"] and not summary["expectations_met"]
+
+
 def test_a_missed_expected_bug_breaks_the_expectations(sweep, control_ops):
     quiet = dict(control_ops[1], variants=[v for v in control_ops[1]["variants"] if v["verdict"] != "failed"])
     summary = sweep.summarise([control_ops[0], quiet], ["controls"])
