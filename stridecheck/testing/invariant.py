@@ -490,7 +490,9 @@ def _reference_verdict(call: _Call, baseline: _Baseline, outcome: _Outcome, item
             b, m = base == want, mine == want
             base_ok, layout_ok = base_ok and bool(b), layout_ok and bool(m)
             continue
-        want = torch.as_tensor(want).to(device=base.device, dtype=base.dtype)
+        if not _is_tensor(want):
+            return None, f"{label} gave a {type(want).__name__} where the function gave a tensor: no verdict"
+        want = want.detach().to(device=base.device, dtype=base.dtype)
         if tuple(want.shape) != tuple(base.shape):
             return None, f"{label} gave shape {tuple(want.shape)} where the function gave {tuple(base.shape)}: no verdict"
         for side, value in (("base", base), ("layout", mine)):
@@ -598,7 +600,10 @@ def _judge(call: _Call, baseline: _Baseline, target: int, layout: str, outcome: 
         return Variant(name, layout, "unsupported", (why, *problems), strides)
     agrees, sentence = None, None
     if call.reference is not None and items:
-        agrees, sentence = _reference_verdict(call, baseline, outcome, items, run)
+        try:
+            agrees, sentence = _reference_verdict(call, baseline, outcome, items, run)
+        except Exception as err:  # noqa: BLE001 - a verdict that cannot be had is said, not raised
+            sentence = f"the reference's result could not be compared: {_exception_text(err)}: no verdict"
     return Variant(name, layout, "failed", tuple(problems), strides, agrees, sentence)
 
 

@@ -183,6 +183,13 @@ def test_a_reference_that_raises_gives_no_verdict():
     assert failure.reference_detail == "the reference (test_a_reference_that_raises_gives_no_verdict.<locals>.broken) raised KeyError: 'no': no verdict"
 
 
+def test_a_reference_of_another_structure_gives_no_verdict():
+    err = _failure(_wrong_when_padded, torch.randn(3, 4), layouts="padded_last", reference=lambda x: None)
+    (failure,) = err.report.failures
+    assert failure.reference_agrees_with is None
+    assert failure.reference_detail.endswith("gave a NoneType where the function gave a tensor: no verdict")
+
+
 def test_the_reference_is_not_called_when_nothing_fails():
     calls = []
     assert_layout_invariant(_double, torch.randn(3, 4), reference=lambda x: calls.append(x))
