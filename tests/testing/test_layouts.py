@@ -1,19 +1,21 @@
-"""The layouts, the poison and the gap bookkeeping of stridecheck._layouts."""
+"""The layouts, the poison and the gap bookkeeping of stridecheck.testing.layouts."""
 
 import math
 
 import pytest
 import torch
 
-from stridecheck._layouts import (
+from stridecheck.testing import invariant, layouts
+from stridecheck.testing.layouts import (
     ALL_LAYOUTS,
     MIN_GUARD,
     ROW_PAD,
     STORAGE_OFFSET,
     constant_dims,
-    first_difference,
+    contiguous_strides,
     guard_length,
     materialise,
+    placement,
     poison_value,
 )
 
@@ -31,7 +33,7 @@ def _values(shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_poison_is_nan_or_an_extreme_sentinel(dtype):
+def test_poison_is_nan_minus_one_or_a_sentinel(dtype):
     value = poison_value(dtype)
     if dtype.is_floating_point or dtype.is_complex:
         assert math.isnan(value)
@@ -40,7 +42,7 @@ def test_poison_is_nan_or_an_extreme_sentinel(dtype):
     elif dtype == torch.uint8:
         assert value == 255
     else:
-        assert value == torch.iinfo(dtype).min
+        assert value == -1  # no valid index; as an offset, one row back into a guard zone
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -74,6 +76,8 @@ def _assert_not_applicable_only_where_documented(layout, shape):
         assert len(shape) < 2
     elif layout == "transposed":
         assert nontrivial < 2
+    elif layout == "size_one_strides":
+        assert 1 not in shape
     elif layout == "strided":
         assert nontrivial == 0
     elif layout == "expanded":
@@ -97,6 +101,28 @@ def test_layouts_strides_and_offsets():
     assert materialise(t, "strided").view.stride() == (96, 16, 2)
     assert materialise(torch.arange(5.0), "strided").view.stride() == (2,)
     assert materialise(t, "expanded", constant_dims(t)) is None  # no constant dimension
+    assert materialise(t, "size_one_strides") is None  # no dimension of size 1
+
+
+@pytest.mark.parametrize(
+    "shape,strides",
+    [
+        ((2, 8, 1, 16), (128, 16, 0, 1)),  # a decode step's q: (B, H, T=1, D)
+        ((1, 5, 3), (0, 3, 1)),
+        ((4, 1), (1, 0)),
+        ((1, 1), (0, 0)),
+    ],
+    ids=str,
+)
+def test_size_one_strides_changes_only_the_strides_of_size_one_dimensions(shape, strides):
+    t = torch.randn(shape)
+    m = materialise(t, "size_one_strides")
+    assert m.view.stride() == strides and torch.equal(m.view, t)
+    assert m.view.is_contiguous()  # what a launcher's contiguity check sees: nothing to copy
+    for size, st, contiguous in zip(shape, strides, contiguous_strides(shape)):
+        assert st == (0 if size == 1 else contiguous)
+    # The same addresses as the contiguous layout: only the unused strides differ.
+    assert placement("size_one_strides", shape).region == placement("contiguous", shape).region
 
 
 def test_expanded_gives_stride_zero_to_constant_and_size_one_dimensions():
@@ -118,6 +144,8 @@ def test_constant_dims_treats_nan_as_equal():
 @pytest.mark.parametrize("layout", ALL_LAYOUTS + ("contiguous",))
 def test_a_write_into_any_gap_element_is_reported_with_its_position(layout):
     t = torch.randn(3, 1, 5).expand(3, 4, 5).clone()  # constant along dim 1, so expanded applies
+    if layout == "size_one_strides":
+        t = t[:, :1].clone()  # needs a dimension of size 1
     m = materialise(t, layout, constant_dims(t))
     gap_idx = torch.nonzero(m.gap).flatten().tolist()
     first, last = gap_idx[0], gap_idx[-1]
@@ -152,33 +180,6 @@ def test_writes_inside_the_view_are_not_gap_writes():
     assert m.gap_writes() == (0, [])
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool, torch.float16])
-def test_first_difference_exact_by_default(dtype):
-    a = _values((3, 4), dtype)
-    b = a.clone()
-    assert first_difference(a, b, 0, 0) is None
-    b[1, 2] = ~b[1, 2] if dtype == torch.bool else b[1, 2] + 1
-    b[2, 0] = ~b[2, 0] if dtype == torch.bool else b[2, 0] + 1
-    index, want, got, count = first_difference(a, b, 0, 0)
-    assert index == (1, 2) and count == 2 and want != got
-
-
-def test_first_difference_nan_equals_nan_and_tolerances_apply():
-    a = torch.tensor([1.0, math.nan, 3.0])
-    assert first_difference(a, a.clone(), 0, 0) is None
-    b = a + torch.tensor([1e-6, 0.0, 0.0])
-    assert first_difference(a, b, 0, 0)[0] == (0,)
-    assert first_difference(a, b, 1e-5, 0) is None
-    assert first_difference(a, torch.tensor([1.0, 2.0, 3.0]), 1.0, 1.0)[0] == (1,)
-
-
-def test_first_difference_reports_shape_and_dtype_mismatch():
-    diff = first_difference(torch.zeros(2, 3), torch.zeros(3, 2), 0, 0)
-    assert diff[3] == -1 and "(2, 3)" in diff[1] and "(3, 2)" in diff[2]
-    diff = first_difference(torch.zeros(2), torch.zeros(2, dtype=torch.int32), 0, 0)
-    assert diff[3] == -1 and "int32" in diff[2]
-
-
 def test_unknown_layout_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown layout 'diagonal'.*padded_last"):
         materialise(torch.zeros(2, 2), "diagonal")
@@ -189,3 +190,11 @@ def test_gap_writes_counts_all_and_lists_the_first_ones():
     m.buffer.fill_(0.0)  # every gap element written, the view's elements too
     count, first = m.gap_writes(limit=2)
     assert count == int(m.gap.sum()) and len(first) == 2 and first[0][0] == 0
+
+
+def test_the_assertion_module_names_the_same_layouts_as_the_layouts_module():
+    # invariant keeps its own copy of the names so that reading them imports no torch.
+    assert invariant.DEFAULT_LAYOUTS == layouts.DEFAULT_LAYOUTS
+    assert invariant.ALL_LAYOUTS == layouts.ALL_LAYOUTS
+    assert invariant._NON_UNIT_INNER == layouts.NON_UNIT_INNER_LAYOUTS
+    assert set(layouts.LAYOUT_DOCS) == {"contiguous", *ALL_LAYOUTS}

@@ -7,7 +7,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stridecheck._layouts import poison_value
+from stridecheck.testing.layouts import poison_value
 from stridecheck.strategies import strided_tensors
 from stridecheck.testing import assert_layout_invariant
 
@@ -80,9 +80,13 @@ def test_gaps_hold_poison_and_values_are_not_poison(data):
     inside[_addresses(t)] = True
     assert bool(torch.isnan(storage[~inside]).all())
     assert not bool(torch.isnan(t).any())
+    ints = data.draw(strided_tensors(shape=(3, 4), dtype=torch.int32))
+    assert not bool((ints == poison_value(torch.int32)).any())  # values never look like poison
     zeros = data.draw(strided_tensors(shape=(3, 4), dtype=torch.int32, fill="zeros"))
     storage = torch.tensor([], dtype=zeros.dtype).set_(zeros.untyped_storage())
-    assert not bool((storage == poison_value(torch.int32)).any())
+    inside = torch.zeros(storage.numel(), dtype=torch.bool)
+    inside[_addresses(zeros)] = True
+    assert bool((storage[~inside] == 0).all())
 
 
 def test_shape_and_dtype_may_be_strategies():
@@ -113,3 +117,17 @@ def test_a_layout_invariant_function_passes_on_any_drawn_layout(x):
     # The strategy's tensors are ordinary inputs to the layout tests: torch reads strides right.
     report = assert_layout_invariant(lambda t: t.sum(dim=-1) * 0 + t[:, 0], x)
     assert report.failures == [] and not math.isnan(float(x.sum()))
+
+
+def test_a_falsifying_example_shows_its_strides_and_storage_offset():
+    # Issue 15: the values alone do not say which layout broke a test.
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(strided_tensors(shape=(3, 4)))
+    def needs_dense(x):
+        assert x.is_contiguous() and x.storage_offset() == 0
+
+    with pytest.raises(AssertionError) as info:
+        needs_dense()
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "strided_tensors drew shape (3, 4) torch.float32: strides (" in notes
+    assert "storage offset " in notes and "memory order (0, 1)" in notes

@@ -1,7 +1,7 @@
 """Physical layouts for the same logical tensor, in poisoned, guarded buffers.
 
-Private to :mod:`stridecheck.testing` and :mod:`stridecheck.strategies`; imports torch at import
-time, so only those modules' functions import it, lazily.
+Used by :mod:`stridecheck.testing.invariant` and :mod:`stridecheck.testing.strategies`; imports
+torch at import time, so those modules' functions import it lazily.
 
 Every re-materialised tensor lives in a fresh 1-D *buffer*::
 
@@ -15,8 +15,11 @@ that differs from the snapshot taken before it is a stray write.
 Poison (see :func:`poison_value`):
 
 * floating and complex dtypes: NaN (so a stray *read* also shows, as NaN in the result);
-* signed integers: the dtype's minimum (``-2**31`` for int32), a value no valid count, index
-  or id takes, and far out of range if used as an offset;
+* signed integers: ``-1``, which no valid index takes. A kernel that reads an index from a gap
+  (an index tensor whose stride it ignores) then steps one row *before* the tensor it indexes,
+  into that buffer's guard zone, where the stray write or read is seen; an extreme value (the
+  dtype's minimum) would step to a wild address and kill the process — a segfault under the
+  interpreter, an illegal address that ruins the CUDA context on a GPU;
 * unsigned integers: the dtype's maximum (255 for uint8);
 * bool: ``True``.
 
@@ -43,11 +46,16 @@ STORAGE_OFFSET = 3
 MIN_GUARD = 64
 MAX_GUARD = 1 << 16
 
-#: Layouts that keep a unit inner stride: what a Triton kernel addressing ``base + offs`` may
-#: assume, so every correct kernel must give the same answers on them.
-DEFAULT_LAYOUTS = ("padded_last", "padded_outer", "storage_offset")
-#: Layouts a kernel need not support: inner stride != 1, and stride-0 (expanded) inputs.
-EXTRA_LAYOUTS = ("transposed", "strided", "expanded")
+#: Layouts whose last dimension keeps stride 1 (or has size 1): what a Triton kernel addressing
+#: ``base + offs`` may assume, so every correct kernel must give the same answers on them.
+UNIT_INNER_LAYOUTS = ("padded_last", "padded_outer", "storage_offset", "size_one_strides")
+#: Layouts whose last dimension's stride is not 1. A kernel need not support them, but for an
+#: argument it only reads it must then refuse them (or copy), never read them as if dense.
+NON_UNIT_INNER_LAYOUTS = ("transposed", "strided")
+#: What :func:`stridecheck.testing.assert_layout_invariant` tries by default.
+DEFAULT_LAYOUTS = UNIT_INNER_LAYOUTS + NON_UNIT_INNER_LAYOUTS
+#: Tried on request, or where a ``@stride_guard`` contract allows them: stride-0 (expanded) inputs.
+EXTRA_LAYOUTS = ("expanded",)
 ALL_LAYOUTS = DEFAULT_LAYOUTS + EXTRA_LAYOUTS
 
 LAYOUT_DOCS = {
@@ -57,6 +65,10 @@ LAYOUT_DOCS = {
     f"slice longer, rows 2 * n + {ROW_PAD} wide for n columns, the view starting one slice in "
     "along each dimension)",
     "storage_offset": f"row-major, starting {STORAGE_OFFSET} elements into its buffer",
+    "size_one_strides": "row-major, except that every dimension of size 1 has stride 0: the same "
+    "addresses as the contiguous layout (PyTorch leaves the stride of a size-1 dimension "
+    "arbitrary, and is_contiguous() ignores it), so only a kernel that reads a stride it never "
+    "needs gives other answers",
     "transposed": "a transposed copy permuted back: dimensions stored in reverse order, so the "
     "last dimension's stride is not 1",
     "strided": "every other element of a buffer twice as large along every dimension (a [::2] "
@@ -67,13 +79,13 @@ LAYOUT_DOCS = {
 
 
 def poison_value(dtype: torch.dtype) -> float | int | bool:
-    """The value gaps of a buffer of ``dtype`` are filled with (NaN, int min, uint max, True)."""
+    """The value gaps of a buffer of ``dtype`` are filled with (NaN, -1, uint max, True)."""
     if dtype.is_floating_point or dtype.is_complex:
         return math.nan
     if dtype == torch.bool:
         return True
     info = torch.iinfo(dtype)
-    return info.min if info.min < 0 else info.max
+    return -1 if info.min < 0 else info.max
 
 
 def poisoned(numel: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
@@ -123,9 +135,9 @@ def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...]
     """The strides and offset ``layout`` gives a tensor of ``shape``; None where it does not apply.
 
     A layout does not apply where it would equal the contiguous one (``padded_last`` and
-    ``padded_outer`` on fewer than 2 dimensions; ``transposed`` on a tensor with at most one
-    dimension larger than 1; ``strided`` on one with none; ``expanded`` with no constant
-    dimension).
+    ``padded_outer`` on fewer than 2 dimensions; ``size_one_strides`` on a tensor with no
+    dimension of size 1; ``transposed`` on a tensor with at most one dimension larger than 1;
+    ``strided`` on one with none; ``expanded`` with no constant dimension).
 
     Raises:
         ValueError: an unknown layout name.
@@ -135,6 +147,13 @@ def placement(layout: str, shape: tuple[int, ...], stride0_dims: tuple[int, ...]
         strides, offset = contiguous_strides(shape), 0
     elif layout == "storage_offset":
         strides, offset = contiguous_strides(shape), STORAGE_OFFSET
+    elif layout == "size_one_strides":
+        # Stride 0: a kernel that steps by such a stride then reads one slice for all, which any
+        # varying data shows, and it can never step outside the buffer (a large stride could).
+        if 1 not in shape:
+            return None
+        strides = tuple(0 if size == 1 else st for size, st in zip(shape, contiguous_strides(shape)))
+        offset = 0
     elif layout == "padded_last":
         if nd < 2:
             return None
@@ -262,43 +281,3 @@ def materialise(t: torch.Tensor, layout: str, stride0_dims: tuple[int, ...] = ()
     # that no two written elements share an address).
     torch.as_strided(gap, src.shape, place.strides, start).fill_(False)
     return Materialised(layout=layout, buffer=buffer, view=view, start=start, gap=gap, snapshot=buffer.clone())
-
-
-def first_difference(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float):
-    """The first logical index where ``actual`` differs from ``expected``, or None if equal.
-
-    Exact (NaN equal to NaN) when ``atol == rtol == 0``, else ``torch.isclose`` with NaN equal.
-    Returns ``(index tuple, expected value, actual value, number of differing elements)``;
-    a shape or dtype mismatch is returned as ``((), "shape/dtype ...", ..., -1)``.
-    """
-    if expected.shape != actual.shape or expected.dtype != actual.dtype:
-        return (
-            (),
-            f"shape {tuple(expected.shape)} {expected.dtype}",
-            f"shape {tuple(actual.shape)} {actual.dtype}",
-            -1,
-        )
-    a, b = expected.detach(), actual.detach().to(expected.device)
-    if a.dtype in _NARROW_FLOATS:
-        a, b = a.float(), b.float()
-    if a.is_floating_point() or a.is_complex():
-        if atol == 0 and rtol == 0:
-            same = (a == b) | (torch.isnan(a) & torch.isnan(b))
-        else:
-            same = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
-    elif a.dtype == torch.bool or (atol == 0 and rtol == 0):
-        same = a == b
-    else:
-        same = torch.isclose(a.double(), b.double(), rtol=rtol, atol=atol)
-    if bool(same.all()):
-        return None
-    bad = torch.nonzero(~same)
-    index = tuple(int(i) for i in bad[0].tolist())
-    return index, _scalar(a[index]), _scalar(b[index]), int(bad.shape[0])
-
-
-_NARROW_FLOATS = tuple(
-    getattr(torch, name)
-    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
-    if hasattr(torch, name)
-)
