@@ -342,7 +342,10 @@ def _draw_from_p(t_row, vocab_size, key, scale, FAST_LOG: tl.constexpr, BLOCK: t
     return win.to(tl.int64)
 
 
-@triton.jit
+# Counts and sizes are not specialised (a value of 1 or a multiple of 16 would compile another
+# kernel for each batch shape); the strides are, so that aligned rows load in 16-byte vectors.
+@triton.jit(do_not_specialize=["num_reqs", "num_steps", "vocab_size", "draft_vocab_size", "num_units",
+                               "units_per_program", "num_splits"])
 def _rejection_kernel(
     # [N, V] unit inner stride
     target_ptr,
@@ -648,8 +651,9 @@ def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dty
         FAST_LOG=fast_log,
         BLOCK=block,
         UNIT_BLOCKS=unit_blocks,
-        UNITS_P2=triton.next_power_of_2(num_units),
-        STEPS_P2=triton.next_power_of_2(num_steps + 1),
+        # Vector widths rounded up to a few buckets: fewer kernels to compile, for a few idle lanes.
+        UNITS_P2=max(32, triton.next_power_of_2(num_units)),
+        STEPS_P2=max(8, triton.next_power_of_2(num_steps + 1)),
         num_warps=warps,
     )
     if pdl_fn(num_reqs, device):

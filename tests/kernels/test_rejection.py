@@ -38,6 +38,60 @@ _INTERPRETED = not torch.cuda.is_available()
 GPU = ["cuda"] if torch.cuda.is_available() else []
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _device_calls_without_repatching():
+    """Interpreter speed only. Triton's interpreter patches ``triton.language`` (and the language
+    modules the callee's globals hold) on every call of a ``@triton.jit`` helper
+    (``InterpretedFunction.__call__`` -> ``_patch_lang``: about 3 ms of ``inspect.getmembers`` a
+    call, and this kernel makes dozens per program), although the launch has patched most of them
+    already. Here a patch is skipped when every language module the callee sees is patched under
+    the launch's patch already; a callee that sees another (``triton.language.standard``'s
+    helpers see ``triton.language.core``) patches it, and the launch's restore undoes both. The
+    kernels run the same operations. If a Triton release changes these internals, nothing is
+    replaced (the tests only run slower)."""
+    import inspect
+
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang", None)
+    if not _INTERPRETED or original is None or not hasattr(interpreter, "InterpretedFunction"):
+        yield
+        return
+    patched, scopes, seen = set(), [], {}
+
+    def langs(fn):
+        if fn not in seen:
+            seen[fn] = frozenset(id(v) for v in fn.__globals__.values()
+                                 if inspect.ismodule(v) and (v is tl or v is tl.core))
+        return seen[fn]
+
+    class Outer:
+        def restore(self):
+            while scopes:
+                scopes.pop().restore()
+            patched.clear()
+
+    class Inner:
+        def restore(self):
+            pass
+
+    def patch_lang(fn):
+        need = langs(fn)
+        if scopes and need <= patched:
+            return Inner()
+        first = not scopes
+        scopes.append(original(fn))
+        patched.update(need)
+        return Outer() if first else Inner()
+
+    interpreter._patch_lang = patch_lang
+    try:
+        yield
+    finally:
+        interpreter._patch_lang = original
+
+
 @pytest.fixture
 def config(monkeypatch):
     """Set the launch configuration: ``config(block, unit_blocks, splits)``. On the CPU the
@@ -555,3 +609,299 @@ def test_gpu_splits_draw_the_same_tokens(device, dtype, monkeypatch):
             got = rejection_sample(*args)
             assert torch.equal(got.num_accepted, want.num_accepted), splits
             assert torch.equal(got.tokens, want.tokens), splits
+
+
+# ----------------------------------------------------------------- (3) vLLM's tests, our form
+#
+# vLLM's tests/v1/spec_decode/test_rejection_sampler_utils.py (vllm-project/vllm at commit
+# 0822b17a5fbdb70b87c755232f3de0dff8a81b72, the rejection_sample of vLLM 0.33.0's Model Runner V2),
+# the tests whose feature this API has, rewritten for it (../shared/peer/tests/
+# test_ported_vllm_rejection.py is the reference port to resample): every test of that file but
+# FLy windows, synthetic acceptance rates and block verification. Their inputs in our API: the
+# target logits are pre-temperature (vLLM's arrive divided by it, so the same p is
+# softmax(target / T)); a request's drafts are a row of draft_tokens (vLLM's flat draft_sampled
+# holds step i at index i + 1 of the request's span); num_accepted is vLLM's num_sampled - 1.
+# vLLM's distribution check (chi-square below df + 10 sqrt(2 df)) is replaced by this file's
+# p-value threshold. Sizes: vLLM's on a GPU; on the CPU interpreter a smoke size (what the
+# reference port's PORT_SMOKE=1 runs), one block per row.
+
+SMALL = _INTERPRETED
+VOCAB_SIZE = 64 if SMALL else 4096
+TRIALS_PER_BIN = 2 if SMALL else 10
+
+
+def _cpu_config(device, config, block=64):
+    """One block per row on the CPU (the interpreter's cost grows with the blocks a program walks);
+    the GPU runs the shipped launch_config."""
+    if device.type == "cpu":
+        config(block=block, unit_blocks=1)
+
+
+def _trials(target_1d, draft_1d, K, temperature, num_trials, seed=0):
+    """vLLM's _build_rejection_sample_inputs in our API: ``num_trials`` requests of K drafts over one
+    target row and one draft row (broadcast, stride 0: read through the strides), the drafts drawn
+    from the draft's softmax after temperature (torch.multinomial, independent of the sampler's
+    noise by construction), seeds 0, 1, ..., positions 0, 1, ... Returns a dict of our arguments."""
+    device = target_1d.device
+    V = target_1d.shape[0]
+    N = num_trials * (K + 1)
+    scaled = draft_1d.float() / temperature if temperature > 0 else draft_1d.float()
+    g = torch.Generator(device=device).manual_seed(seed)
+    tokens = torch.multinomial(torch.softmax(scaled, 0), num_trials * K, replacement=True, generator=g)
+    return dict(
+        target_logits=target_1d.unsqueeze(0).expand(N, V),
+        draft_logits=draft_1d.view(1, 1, V).expand(num_trials, K, V),
+        draft_tokens=tokens.view(num_trials, K),
+        cu_num_logits=torch.arange(num_trials + 1, device=device) * (K + 1),
+        idx_mapping=torch.arange(num_trials, dtype=torch.int32, device=device),
+        temperature=torch.full((num_trials,), temperature, dtype=torch.float32, device=device),
+        seed=torch.arange(num_trials, dtype=torch.int64, device=device),
+        pos=torch.arange(N, device=device),
+    )
+
+
+def _sample(inputs):
+    return rejection_sample(*(inputs[k] for k in ("target_logits", "draft_logits", "draft_tokens", "cu_num_logits",
+                                                   "idx_mapping", "temperature", "seed", "pos")))
+
+
+def _assert_positions_follow(result, probs, K, label=""):
+    """Every emitted position ``j`` (requests with ``num_accepted >= j``) against ``probs``."""
+    tokens, acc = result.tokens.cpu(), result.num_accepted.cpu()
+    V = probs.numel()
+    for j in range(K + 1):
+        drawn = tokens[acc >= j, j]
+        assert ((drawn >= 0) & (drawn < V)).all()
+        if drawn.numel() < 20:
+            continue
+        stat, pv, dof = chi2_pvalue(np.bincount(drawn.numpy(), minlength=V), probs.double().cpu().numpy())
+        assert pv > ALPHA, (label, j, drawn.numel(), stat, dof, pv)
+
+
+@pytest.mark.parametrize("K, temperature", [(1, 0.6), (3, 0.6), (1, 1.0), (3, 1.0)])
+@pytest.mark.parametrize("draft_dtype", [torch.float32, torch.bfloat16])
+def test_stochastic_rejection_sample(device, K, temperature, draft_dtype, config):
+    # vLLM: many independent trials from one target and one draft distribution; every emitted
+    # position follows p (draft logits stored in float32 or the draft head's bfloat16 alike).
+    _cpu_config(device, config)
+    torch.manual_seed(42)
+    target_1d = torch.randn(VOCAB_SIZE, device=device)
+    draft_1d = torch.randn(VOCAB_SIZE, device=device).to(draft_dtype)
+    result = _sample(_trials(target_1d, draft_1d, K, temperature, TRIALS_PER_BIN * VOCAB_SIZE))
+    _assert_positions_follow(result, torch.softmax(target_1d.double() / temperature, 0), K)
+
+
+NARROW_VOCAB_SIZE = 16
+NARROW_NUM_TRIALS = 200 if SMALL else 200_000
+
+
+def _gumbel_drafted(inputs, draft_1d, K, is_drafting=True):
+    """vLLM's _gumbel_drafted_tokens: the drafts drawn by gumbel_sample on the same (seed, pos)
+    entries that verify them (step i of trial t: pos[t * (K + 1) + i]), from the draft stream."""
+    Q = inputs["draft_tokens"].shape[0]
+    V = draft_1d.shape[0]
+    rows = (torch.arange(Q, device=draft_1d.device)[:, None] * (K + 1) + torch.arange(K, device=draft_1d.device)).view(-1)
+    return gumbel_sample(draft_1d.unsqueeze(0).expand(Q * K, V).float(), inputs["idx_mapping"].repeat_interleave(K),
+                         inputs["temperature"], inputs["seed"], inputs["pos"][rows],
+                         is_drafting=is_drafting).view(Q, K)
+
+
+@pytest.mark.parametrize("K", [1, 3])
+def test_gumbel_drafted_rejection_sample_is_unbiased(device, K, config):
+    # vLLM: drafts from gumbel_sample keyed by the same (seed, pos) that verification uses must not
+    # share its noise. A draft opposite to the target (q from -logits) rejects ~73% of drafts, so
+    # most trials reach the residual draw, where a shared stream would under-weight the tokens the
+    # draft ranked high. On a GPU (200,000 trials) the same drafts drawn from the verification
+    # stream (is_drafting=False) must fail the same test at position 0: the test has the power.
+    _cpu_config(device, config, block=16)
+    torch.manual_seed(42)
+    target_1d = torch.randn(NARROW_VOCAB_SIZE, device=device)
+    draft_1d = -target_1d
+    inputs = _trials(target_1d, draft_1d, K, 1.0, NARROW_NUM_TRIALS)
+    inputs["draft_tokens"] = _gumbel_drafted(inputs, draft_1d, K)
+    p = torch.softmax(target_1d.double(), 0)
+    _assert_positions_follow(_sample(inputs), p, K)
+    if not SMALL:
+        inputs["draft_tokens"] = _gumbel_drafted(inputs, draft_1d, K, is_drafting=False)
+        out = _sample(inputs)
+        _, pv, _ = chi2_pvalue(np.bincount(out.tokens[:, 0].cpu().numpy(), minlength=NARROW_VOCAB_SIZE),
+                               p.cpu().numpy())
+        assert pv < ALPHA, pv
+
+
+@pytest.mark.parametrize("K", [1, 3])
+def test_greedy_rejection_sample(device, K, config):
+    # vLLM: temperature 0 emits the target argmax at every emitted position.
+    _cpu_config(device, config)
+    torch.manual_seed(42)
+    target_1d = torch.randn(VOCAB_SIZE, device=device)
+    inputs = _trials(target_1d, torch.randn(VOCAB_SIZE, device=device), K, 0.0, (16 if SMALL else TRIALS_PER_BIN)
+                     * VOCAB_SIZE // (4 if SMALL else 1))
+    inputs["draft_tokens"][::2, 0] = int(target_1d.argmax())  # some acceptances (vLLM's drafts rarely are)
+    out = _sample(inputs)
+    emitted = torch.arange(K + 1, device=device)[None, :] <= out.num_accepted[:, None]
+    assert (out.tokens[emitted] == int(target_1d.argmax())).all()
+    assert (out.num_accepted[::2] >= 1).all() and (out.tokens[~emitted] == PLACEHOLDER).all()
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_all_nan_target_logits_in_range(device, temperature, config):
+    # vLLM (a regression test of NaN breaking tl.argmax's index bounds over padded vocabulary
+    # blocks): all-NaN target rows over a vocabulary of several blocks (here: units, and several
+    # programs per request on a GPU) give in-range ids and counts.
+    if device.type == "cpu":
+        config(block=64, unit_blocks=2)
+    torch.manual_seed(0)
+    V = 300 if SMALL else 20_000
+    inputs = _trials(torch.full((V,), float("nan"), device=device), torch.randn(V, device=device), 1, temperature, 4)
+    out = _sample(inputs)
+    assert ((out.num_accepted >= 0) & (out.num_accepted <= 1)).all()
+    emitted = torch.arange(2, device=device)[None, :] <= out.num_accepted[:, None]
+    assert ((out.tokens[emitted] >= 0) & (out.tokens[emitted] < V)).all()
+
+
+def test_placeholder_draft_token_rejected(device, config):
+    # vLLM: a placeholder draft (-1) is rejected, without reading out of bounds, and a token is
+    # drawn in its place.
+    _cpu_config(device, config)
+    torch.manual_seed(0)
+    temperature = 0.6
+    inputs = _trials(torch.randn(VOCAB_SIZE, device=device), torch.randn(VOCAB_SIZE, device=device), 1, temperature,
+                     16 if SMALL else 64)
+    inputs["draft_tokens"][:] = -1
+    out = _sample(inputs)
+    assert (out.num_accepted == 0).all()
+    assert ((out.tokens[:, 0] >= 0) & (out.tokens[:, 0] < VOCAB_SIZE)).all() and (out.tokens[:, 1] == -1).all()
+
+
+def test_greedy_placeholder_emits_target_argmax(device, config):
+    # vLLM: greedy requests whose first draft is accepted and whose later drafts are placeholders
+    # emit the argmax at the placeholder's position (no uninitialised slot).
+    _cpu_config(device, config)
+    torch.manual_seed(0)
+    K = 3
+    target_1d = torch.randn(VOCAB_SIZE, device=device)
+    inputs = _trials(target_1d, torch.randn(VOCAB_SIZE, device=device), K, 0.0, 16 if SMALL else 512)
+    inputs["draft_tokens"][:, 0] = int(target_1d.argmax())
+    inputs["draft_tokens"][:, 1:] = -1
+    out = _sample(inputs)
+    assert (out.num_accepted == 1).all()
+    assert (out.tokens[:, :2] == int(target_1d.argmax())).all() and (out.tokens[:, 2:] == -1).all()
+
+
+def test_placeholder_blocks_later_draft_tokens(device, config):
+    # vLLM: a placeholder need not be the last draft; nothing at or after it is accepted, even a
+    # valid draft that would be (draft == target: accepted with probability ~1).
+    _cpu_config(device, config)
+    torch.manual_seed(0)
+    K = 3
+    draft_1d = torch.randn(VOCAB_SIZE, device=device)
+    inputs = _trials(draft_1d.clone(), draft_1d, K, 1.0, (16 if SMALL else 4 * VOCAB_SIZE))
+    inputs["draft_tokens"][:, 1] = -1
+    out = _sample(inputs)
+    assert (out.num_accepted <= 1).all(), "accepted a draft token past a placeholder"
+    assert (out.num_accepted == 1).float().mean().item() > 0.9
+
+
+@pytest.mark.parametrize("has_draft_logits", [True, False])
+def test_chunked_requests_match_full_batch(device, has_draft_logits, config):
+    # vLLM: requests verified in two chunks get what the whole batch gets, with a padded (strided)
+    # target layout.
+    _cpu_config(device, config, block=128)
+    torch.manual_seed(7)
+    Q, K, V = 5, 3, 257
+    inputs = _trials(torch.randn(V, device=device), torch.randn(V, device=device), K, 0.6, Q)
+    padded = torch.empty(Q * (K + 1), V + 3, device=device)
+    padded[:, :V].copy_(inputs["target_logits"])
+    inputs["target_logits"] = padded[:, :V]
+    assert inputs["target_logits"].stride(-1) == 1 and not inputs["target_logits"].is_contiguous()
+    if not has_draft_logits:
+        inputs["draft_logits"] = None
+    full = _sample(inputs)
+    parts = []
+    for start, end in ((0, 2), (2, 5)):
+        lo, hi = start * (K + 1), end * (K + 1)
+        chunk = dict(inputs)
+        for name in ("target_logits", "pos"):
+            chunk[name] = inputs[name][lo:hi]
+        chunk["draft_tokens"] = inputs["draft_tokens"][start:end]
+        chunk["cu_num_logits"] = inputs["cu_num_logits"][start:end + 1] - lo
+        chunk["idx_mapping"] = inputs["idx_mapping"][start:end]
+        parts.append(_sample(chunk))
+    assert torch.equal(torch.cat([p.num_accepted for p in parts]), full.num_accepted)
+    assert torch.equal(torch.cat([p.tokens for p in parts]), full.tokens)
+
+
+# -------------------------------------------------------------- (4) distribution against theory
+
+# Fixed target and draft logits over 8 tokens, far apart (total variation 0.62 at T = 0.9):
+# drafts from q are accepted with probability alpha = sum_x min(p, q) = 0.379 per step.
+P_LOGITS = [2.0, 1.0, 0.0, -1.0, 0.5, 1.5, -0.5, 0.2]
+Q_LOGITS = [0.0, 2.0, 1.0, 0.5, -1.0, 0.3, 1.2, -0.4]
+
+
+def _theory_counts_probs(alpha, K):
+    """P(num_accepted = k): steps accepted independently with probability alpha, stopping at the
+    first rejection; all K accepted with probability alpha**K."""
+    return np.array([alpha**k * (1 - alpha) for k in range(K)] + [alpha**K])
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_acceptance_rate_and_emitted_tokens_follow_the_theory(device, one_hot, config):
+    # Q requests of K = 3 drafts drawn from q (torch.multinomial, fixed seed) against one target
+    # row p, temperature 0.9. Theory (Leviathan et al., 2023, appendix A.1): each step accepts with
+    # probability alpha = sum_x q(x) min(1, p(x) / q(x)) = sum_x min(p, q) (one-hot q, a point
+    # mass on the draft: alpha = sum_x q(x) p(x)), independently across steps here, so the
+    # accepted count is truncated-geometric; and every emitted position is distributed as p.
+    # Chi-square of the count histogram against that law and of each position's tokens against p,
+    # p-value > ALPHA. Power on the same draws: the count histogram against the law of a wrong
+    # rule (the inverted ratio min(1, q / p); for one-hot drafts, the full-q rule min(1, p / q)),
+    # and position 0 against q, are rejected. The GPU runs 200,000
+    # requests at the same fixed seeds.
+    _cpu_config(device, config, block=16)
+    K, T = 3, 0.9
+    Q = 400 if SMALL else 200_000
+    pl, ql = torch.tensor(P_LOGITS, device=device), torch.tensor(Q_LOGITS, device=device)
+    p = torch.softmax(pl.double() / T, 0)
+    q = torch.softmax(ql.double() / T, 0)
+    inputs = _trials(pl, ql, K, T, Q, seed=3)
+    if one_hot:
+        inputs["draft_logits"] = None
+        # wrong: the rule for the proposer's own q, min(1, p / q)
+        alpha, wrong = float((q * p).sum()), float(torch.minimum(p, q).sum())
+    else:
+        alpha, wrong = float(torch.minimum(p, q).sum()), float((q * (q / p).clamp(max=1)).sum())
+    out = _sample(inputs)
+    counts = np.bincount(out.num_accepted.cpu().numpy(), minlength=K + 1)
+    assert counts.sum() == Q
+    stat, pv, dof = chi2_pvalue(counts, _theory_counts_probs(alpha, K))
+    assert pv > ALPHA, (counts, alpha, stat, pv)
+    _, pv_wrong, _ = chi2_pvalue(counts, _theory_counts_probs(wrong, K))
+    assert pv_wrong < ALPHA, (counts, wrong, pv_wrong)
+    _assert_positions_follow(out, p.float(), K)
+    _, pv_q, _ = chi2_pvalue(np.bincount(out.tokens[:, 0].cpu().numpy(), minlength=8), q.cpu().numpy())
+    assert pv_q < ALPHA
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("device", GPU)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_distribution_at_a_real_vocabulary(device, dtype):
+    # V = 32,000, 65,536 requests of 3 drafts from q on the shipped launch configuration (several
+    # programs per request exchanging their units): the accepted counts follow the truncated
+    # geometric law of alpha = sum min(p, q) (computed in float64 from the logits as stored), and
+    # every emitted position follows p, categories pooled to >= 5 expected draws per bin.
+    V, K, T, Q = 32_000, 3, 1.0, 65_536
+    g = torch.Generator().manual_seed(11)
+    base = torch.randn(V, generator=g) * 2
+    pl = base.to(dtype).to(device)
+    ql = (base + torch.randn(V, generator=g)).to(dtype).to(device)
+    p = torch.softmax(pl.double() / T, 0)
+    q = torch.softmax(ql.double() / T, 0)
+    out = _sample(_trials(pl, ql, K, T, Q, seed=5))
+    counts = np.bincount(out.num_accepted.cpu().numpy(), minlength=K + 1)
+    alpha = float(torch.minimum(p, q).sum())
+    stat, pv, _ = chi2_pvalue(counts, _theory_counts_probs(alpha, K))
+    print(f"{dtype} alpha={alpha:.4f} counts={counts.tolist()} chi2={stat:.1f} p={pv:.3g}")
+    assert pv > ALPHA, (counts, alpha, stat, pv)
+    _assert_positions_follow(out, p, K, str(dtype))
