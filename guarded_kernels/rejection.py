@@ -342,10 +342,16 @@ def _draw_from_p(t_row, vocab_size, key, scale, FAST_LOG: tl.constexpr, BLOCK: t
     return win.to(tl.int64)
 
 
-# Counts and sizes are not specialised (a value of 1 or a multiple of 16 would compile another
-# kernel for each batch shape); the strides are, so that aligned rows load in 16-byte vectors.
-@triton.jit(do_not_specialize=["num_reqs", "num_steps", "vocab_size", "draft_vocab_size", "num_units",
-                               "units_per_program", "num_splits"])
+# Only the logits' pointers and row strides are specialised (16-byte alignment: vectorised row
+# loads). Everything else is read or written a scalar at a time, so a value of 1 or a multiple of
+# 16 there would only compile another kernel per batch shape or layout.
+@triton.jit(do_not_specialize=[
+    "draft_tokens_ptr", "draft_tokens_stride_0", "draft_tokens_stride_1", "cu_num_logits_ptr",
+    "cu_num_logits_stride_0", "idx_mapping_ptr", "idx_mapping_stride_0", "temperature_ptr", "temperature_stride_0",
+    "seed_ptr", "seed_stride_0", "pos_ptr", "pos_stride_0", "out_tokens_ptr", "out_tokens_stride_0",
+    "out_tokens_stride_1", "out_accepted_ptr", "out_accepted_stride_0", "stats_ptr", "best_ptr", "done_ptr",
+    "num_reqs", "num_steps", "vocab_size", "draft_vocab_size", "num_units", "units_per_program", "num_splits",
+])
 def _rejection_kernel(
     # [N, V] unit inner stride
     target_ptr,
@@ -605,12 +611,13 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
 
 def use_pdl(num_reqs: int, device: torch.device) -> bool:
     """Programmatic dependent launch (CUDA Programming Guide, "Programmatic Dependent Launch and
-    Synchronization") below 64 requests on NVIDIA compute capability >= 9.0: the launch overlaps
-    the end of the previous kernel in the stream, and the kernel waits for it
-    (``griddepcontrol.wait``) before its first load. The policy of
-    :func:`guarded_kernels.gumbel_sample` (benchmarks/NOTES.md, version 15). Benchmarks may replace
-    it."""
-    if num_reqs >= 64 or device.type != "cuda" or interpreting():
+    Synchronization") on NVIDIA compute capability >= 9.0: the launch overlaps the end of the
+    previous kernel in the stream, and the kernel waits for it (``griddepcontrol.wait``) before
+    its first load and its first atomic. :func:`guarded_kernels.gumbel_sample` measured it level
+    or faster below 64 rows (benchmarks/NOTES.md, version 15), where the launch is most of a call;
+    here it is on at every batch size (the wait costs nothing once the previous grid is done),
+    which also keeps one compiled kernel per shape instead of two. Benchmarks may replace it."""
+    if device.type != "cuda" or interpreting():
         return False
     return _pdl_capable(device.index if device.index is not None else torch.cuda.current_device())
 
