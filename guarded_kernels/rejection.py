@@ -107,8 +107,8 @@ def _greedy_key(x, idx):
 
 @triton.jit
 def _lse_rows(x, scale, m, s):
-    """Online log2-sum-exp2 of a ``[ROWS, VEC]`` block (each row one thread's contiguous 16 bytes):
-    the row maxima first, then one rescale per row, so about one exp2 per element."""
+    """Online log2-sum-exp2 of a ``[ROWS, VEC]`` block (each row one thread's ``VEC`` contiguous
+    elements): the row maxima first, then one rescale per row, so about one exp2 per element."""
     x = x.to(tl.float32) * scale
     m_new = tl.maximum(m, tl.max(x, 1))
     s = s * tl.exp2(m - m_new) + tl.sum(tl.exp2(x - m_new[:, None]), 1)
@@ -117,14 +117,13 @@ def _lse_rows(x, scale, m, s):
 
 @triton.jit
 def _unit_pair_lse(t_row, d_row, lo, hi, hi_d, scale, HAS_DRAFT: tl.constexpr, BLOCK: tl.constexpr,
-                   UNIT_BLOCKS: tl.constexpr):
+                   UNIT_BLOCKS: tl.constexpr, VEC: tl.constexpr):
     """One unit's ``(max, sum)`` of the target row over ``[lo, hi)`` and of the draft row over
     ``[lo, hi_d)`` (``max + log2(sum) = log2 sum_i 2**(x_i * scale)``; an empty span gives
     ``(_LSE_FLOOR, 0)``). A full unit's ``2 * UNIT_BLOCKS`` block loads are unmasked and unrolled,
     so they are all in flight together; a partial unit (the row's last, or the draft's) is
-    masked. The arithmetic is the same whichever program computes the unit."""
-    WIDE: tl.constexpr = 128 // t_row.dtype.element_ty.primitive_bitwidth
-    VEC: tl.constexpr = WIDE if WIDE < BLOCK else BLOCK
+    masked. The arithmetic is the same whichever program computes the unit. ``VEC``: elements a
+    thread holds per block (:func:`_plan`), each thread one row."""
     ROWS: tl.constexpr = BLOCK // VEC
     offs = tl.arange(0, ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     mt = tl.full((ROWS,), _LSE_FLOOR, tl.float32)
@@ -196,7 +195,7 @@ def _verify_round(
     t_row, d_row, stats_ptr, done_ptr, req, greedy, scale, draft_vocab_size, vocab_size, unit_lo, unit_hi,
     num_units, num_splits, rounds,
     HAS_DRAFT: tl.constexpr, EXCHANGE: tl.constexpr, BLOCK: tl.constexpr, UNIT_BLOCKS: tl.constexpr,
-    UNITS_P2: tl.constexpr,
+    UNITS_P2: tl.constexpr, VEC: tl.constexpr,
 ):
     """One verified row: its units ``[unit_lo, unit_hi)`` reduced here, every unit of the row merged.
     Returns ``(lse_t, lse_d, greedy_key)``: the target's and draft's log2-sum-exp2 of ``x * scale``
@@ -224,7 +223,7 @@ def _verify_round(
                 vg = tl.where(uu == u, g, vg)
         else:
             mt, st, md, sd = _unit_pair_lse(t_row, d_row, lo, hi, tl.minimum(hi, draft_vocab_size), scale, HAS_DRAFT,
-                                            BLOCK, UNIT_BLOCKS)
+                                            BLOCK, UNIT_BLOCKS, VEC)
             if EXCHANGE:
                 tl.store(stats_row + u * 4, mt.to(tl.int32, bitcast=True))
                 tl.store(stats_row + u * 4 + 1, st.to(tl.int32, bitcast=True))
@@ -290,14 +289,16 @@ def _target_update(x, idx, g, key, scale, excluded, best, best_idx, FAST_LOG: tl
 @triton.jit
 def _draw_unit(t_row, d_row, lo, hi, hi_d, key, scale, lse_t, lse_d, excluded, best, best_idx,
                RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr, UNIT_BLOCKS: tl.constexpr):
-    """One unit of the draw: from the residual (RESIDUAL) or from ``p`` less ``excluded``."""
+    """One unit of the draw: from the residual (RESIDUAL) or from ``p`` less ``excluded``. A loop,
+    not unrolled: the unit's bytes were just read (mostly in L2), and two blocks' keys at once
+    raised the kernel's registers (sm_90, triton 3.9, 1,024 columns / 4 warps: bfloat16 120 -> 96)."""
     lanes = tl.arange(0, BLOCK)
     UNIT: tl.constexpr = BLOCK * UNIT_BLOCKS
     full = hi - lo == UNIT
     if RESIDUAL:
         full = full & (hi_d - lo == UNIT)
     if full:
-        for b in tl.static_range(UNIT_BLOCKS):
+        for b in range(0, UNIT_BLOCKS):
             idx = lo + b * BLOCK + lanes
             x = tl.load(t_row + idx)
             if RESIDUAL:
@@ -307,7 +308,7 @@ def _draw_unit(t_row, d_row, lo, hi, hi_d, key, scale, lse_t, lse_d, excluded, b
                 best, best_idx = _target_update(x, idx, token_product(idx), key, scale, excluded, best, best_idx,
                                                 FAST_LOG)
     else:
-        for b in tl.static_range(UNIT_BLOCKS):
+        for b in range(0, UNIT_BLOCKS):
             idx = lo + b * BLOCK + lanes
             x = tl.load(t_row + idx, mask=idx < hi, other=float("-inf"))
             if RESIDUAL:
@@ -406,6 +407,8 @@ def _rejection_kernel(
     UNIT_BLOCKS: tl.constexpr,
     UNITS_P2: tl.constexpr,
     STEPS_P2: tl.constexpr,
+    # Elements per thread and block in the log-sum-exp pass (at most 16 bytes)
+    VEC: tl.constexpr,
     # Programmatic dependent launch: wait for the previous grid in the stream before any load
     PDL: tl.constexpr = 0,
 ):
@@ -467,7 +470,7 @@ def _rejection_kernel(
         if greedy | valid:
             lse_t, lse_d, gkey = _verify_round(
                 t_row, d_row, stats_ptr, done_ptr, req, greedy, scale, draft_vocab_size, vocab_size, unit_lo, unit_hi,
-                num_units, num_splits, rounds, HAS_DRAFT, EXCHANGE, BLOCK, UNIT_BLOCKS, UNITS_P2,
+                num_units, num_splits, rounds, HAS_DRAFT, EXCHANGE, BLOCK, UNIT_BLOCKS, UNITS_P2, VEC,
             )
             rounds += 1
             if greedy:
@@ -592,7 +595,9 @@ def _sm_count(index: int) -> int:
 def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device) -> LaunchConfig:
     """The launch's :class:`LaunchConfig`; tests and benchmarks may replace it.
 
-    On a GPU: blocks of 1,024 columns and 4 warps, units of two blocks, and as many programs per
+    On a GPU: blocks of 1,024 columns and 8 warps (four columns a thread: at eight, two blocks in
+    flight took 80 registers in float32 and 120 in bfloat16 against 64 here; sm_90, triton 3.9),
+    units of two blocks, and as many programs per
     request as fill about four per multiprocessor (a small batch is latency-bound: more programs,
     shorter chains), but chunks of at most 8,192 columns (float32) or 16,384 (16-bit), the width at
     which :mod:`guarded_kernels.resample`'s one launch measured its re-read mostly served from L2
@@ -606,7 +611,7 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     columns = 8192 if dtype.itemsize >= 4 else 16384
     units = triton.cdiv(vocab_size, block * unit_blocks)
     splits = max(triton.cdiv(vocab_size, columns), triton.cdiv(4 * sms, max(num_reqs, 1)))
-    return LaunchConfig(block, 4, unit_blocks, max(1, min(splits, units, sms)))
+    return LaunchConfig(block, 8, unit_blocks, max(1, min(splits, units, sms)))
 
 
 def use_pdl(num_reqs: int, device: torch.device) -> bool:
@@ -640,6 +645,7 @@ class _Plan(NamedTuple):
 def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dtype: torch.dtype,
           device: torch.device, has_draft: bool, fast_log: bool) -> _Plan:
     block, warps, unit_blocks, splits = config_fn(num_reqs, vocab_size, dtype, device)
+    elt_size = dtype.itemsize
     num_units = triton.cdiv(vocab_size, block * unit_blocks)
     if num_units > 4096:
         # The merge holds a row's units in one vector: wider units for a huge vocabulary.
@@ -658,6 +664,7 @@ def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dty
         FAST_LOG=fast_log,
         BLOCK=block,
         UNIT_BLOCKS=unit_blocks,
+        VEC=max(1, min(16 // elt_size, block // (32 * warps))),
         # Vector widths rounded up to a few buckets: fewer kernels to compile, for a few idle lanes.
         UNITS_P2=max(32, triton.next_power_of_2(num_units)),
         STEPS_P2=max(8, triton.next_power_of_2(num_steps + 1)),
