@@ -409,21 +409,30 @@ def _rejection_kernel(
     STEPS_P2: tl.constexpr,
     # Elements per thread and block in the log-sum-exp pass (at most 16 bytes)
     VEC: tl.constexpr,
+    # EXCHANGE: (request, chunk) from the ticket dispenser (else from the program id: grids of at
+    # most one program per multiprocessor)
+    TICKETS: tl.constexpr = True,
     # Programmatic dependent launch: wait for the previous grid in the stream before any load
     PDL: tl.constexpr = 0,
 ):
     if PDL:
         tl.extra.cuda.gdc_wait()
     if EXCHANGE:
-        # Programs take their (request, chunk) from a ticket, first come, first served: a program
-        # waits only for programs of its own request that already hold tickets, or for at most
-        # num_splits - 1 tickets not yet taken, so the launch cannot deadlock while num_splits
-        # programs fit on the device at once, whatever order the hardware starts them in.
-        ticket_ptr = done_ptr + num_reqs * _DONE_STRIDE
-        ticket = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
-        if ticket == num_reqs * num_splits - 1:
-            # Every ticket of this launch is taken: the dispenser returns to rest for the next.
-            tl.atomic_xchg(ticket_ptr, 0, sem="relaxed")
+        if TICKETS:
+            # Programs take their (request, chunk) from a ticket, first come, first served: a
+            # program waits only for programs of its own request that already hold tickets, or for
+            # at most num_splits - 1 tickets not yet taken, so the launch cannot deadlock while
+            # num_splits programs fit on the device at once, whatever order the hardware starts
+            # them in.
+            ticket_ptr = done_ptr + num_reqs * _DONE_STRIDE
+            ticket = tl.atomic_add(ticket_ptr, 1, sem="relaxed")
+            if ticket == num_reqs * num_splits - 1:
+                # Every ticket of this launch is taken: the dispenser returns to rest for the next.
+                tl.atomic_xchg(ticket_ptr, 0, sem="relaxed")
+        else:
+            # No more programs than multiprocessors: all of them are resident at once, in any
+            # start order, and the program id saves the ticket's round trip to L2.
+            ticket = tl.program_id(0)
         req = (ticket // num_splits).to(tl.int64)
         split = ticket % num_splits
     else:
@@ -468,6 +477,18 @@ def _rejection_kernel(
         d_row = draft_req + accepted * draft_stride_1
         ok = n < 0
         if greedy | valid:
+            # The draft token's logits and the row's uniform first: their loads then overlap the
+            # row's pass instead of following its exchange. Accept with probability
+            # min(1, p(x) / q(x)): u < p(x) / q(x), in base-2 logs. The uniform u = (h + 1/2) / 2**32
+            # is the verification stream's hash of this row's key at the "token" 2**32 - 1, which no
+            # column has (V < 2**31): for a fixed key the hash is a bijection of the token, so u is
+            # none of the row's Gumbel noises, and the residual draw below (same key, the row's
+            # columns) does not reuse it. (Greedy rows load and hash for nothing: a few scalars.)
+            tx = tl.load(t_row + xc).to(tl.float32)
+            if HAS_DRAFT:
+                dx = tl.load(d_row + xc, mask=xc < draft_vocab_size, other=float("-inf")).to(tl.float32)
+            key = row_key(seed, tl.load(pos_ptr + row * pos_stride_0), 0)  # 0: the verification stream
+            log2u = _log2(token_hash(key, tl.full((), -1, tl.int32)).to(tl.float32) + 0.5, FAST_LOG) - 32.0
             lse_t, lse_d, gkey = _verify_round(
                 t_row, d_row, stats_ptr, done_ptr, req, greedy, scale, draft_vocab_size, vocab_size, unit_lo, unit_hi,
                 num_units, num_splits, rounds, HAS_DRAFT, EXCHANGE, BLOCK, UNIT_BLOCKS, UNITS_P2, VEC,
@@ -476,20 +497,11 @@ def _rejection_kernel(
             if greedy:
                 ok = valid & (unpack_index(gkey) == x)
             else:
-                # Accept with probability min(1, p(x) / q(x)): u < p(x) / q(x), in base-2 logs. The
-                # uniform u = (h + 1/2) / 2**32 is the verification stream's hash of this row's key
-                # at the "token" 2**32 - 1, which no column has (V < 2**31): for a fixed key the
-                # hash is a bijection of the token, so u is none of the row's Gumbel noises, and
-                # the residual draw below (same key, the row's columns) does not reuse it.
-                lp = tl.load(t_row + xc).to(tl.float32) * scale - lse_t
                 if HAS_DRAFT:
-                    dq = tl.load(d_row + xc, mask=xc < draft_vocab_size, other=float("-inf"))
-                    lq = dq.to(tl.float32) * scale - lse_d
+                    lq = dx * scale - lse_d
                 else:
                     lq = 0.0  # one-hot draft: q(x) = 1
-                key = row_key(seed, tl.load(pos_ptr + row * pos_stride_0), 0)  # 0: the verification stream
-                h = token_hash(key, tl.full((), -1, tl.int32))
-                ok = _log2(h.to(tl.float32) + 0.5, FAST_LOG) - 32.0 < lp - lq
+                ok = log2u < (tx * scale - lse_t) - lq
         accepted = tl.where(ok, accepted + 1, accepted)
         going = ok & (accepted < n)
 
@@ -670,6 +682,8 @@ def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dty
         STEPS_P2=max(8, triton.next_power_of_2(num_steps + 1)),
         num_warps=warps,
     )
+    if exchange and device.type == "cuda":
+        meta["TICKETS"] = num_reqs * splits > sm_count(device)
     if pdl_fn(num_reqs, device):
         meta.update(PDL=1, launch_pdl=True)
     grid = (num_reqs * splits,) if exchange else (num_reqs,)

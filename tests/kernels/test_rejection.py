@@ -591,6 +591,7 @@ def test_gpu_splits_draw_the_same_tokens(device, dtype, monkeypatch):
     # On the GPU the exchange runs for real: 1 to 16 programs per request (16: every unit of 2,048
     # columns its own program; 96 is capped there) must give the counts and tokens of the default
     # plan (launch_config), bit for bit, at a real vocabulary; twice, so the scratch is back at rest.
+    # 24 requests of 2 (48 programs) take their chunks by program id, of 7 or 16 by ticket.
     Q, S, V = 24, 3, 32_000
     g = torch.Generator().manual_seed(5)
     target = (torch.randn(Q * (S + 1), V, generator=g) * 2).to(dtype)
