@@ -26,6 +26,8 @@ Usage (GPU)::
 writes ``DIR/rejection.json`` (``meta`` and ``rows``: ``impl`` ``guarded_kernels.rejection_sample``
 or ``vllm-0.33.rejection_sample``, ``scenario``, ``dtype``, ``T``, ``V``, ``us_graph``,
 ``us_eager``, ...) and ``DIR/rejection.md`` (the side-by-side table with ratios ours / vLLM).
+``--sass`` (no GPU needed, ``TRITON_INTERPRET=0``): the launcher's plan for each shape on an H200 and
+its kernel's registers and SASS instructions, compiled offline for sm_90.
 ``--warm-parts N --warm-part I`` runs every I-th configuration once without timing or output:
 N such processes side by side fill Triton's compile cache for the timed run. ``--smoke`` (CPU,
 ``TRITON_INTERPRET=1``): both implementations once at tiny sizes, checked, no timing.
@@ -336,6 +338,60 @@ def render_md(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sass_table(dtypes, vs, ts) -> None:
+    """Registers per thread, SASS instructions and stack bytes of the kernels the launcher builds on
+    an H200 (132 multiprocessors, sm_90) for these shapes, compiled here without a GPU by Triton's
+    own ptxas / cuobjdump / nvdisasm (the wheel's). Code generation only: speed needs the GPU."""
+    import importlib
+    import re
+    import subprocess
+    import tempfile
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    mod = importlib.import_module("guarded_kernels.rejection")
+    mod.sm_count = lambda device: 132
+    fn = mod._rejection_kernel
+    ints = {"draft_tokens_ptr": "*i64", "cu_num_logits_ptr": "*i64", "idx_mapping_ptr": "*i32",
+            "temperature_ptr": "*fp32", "seed_ptr": "*i64", "pos_ptr": "*i64", "out_tokens_ptr": "*i64",
+            "out_accepted_ptr": "*i32", "stats_ptr": "*i32", "best_ptr": "*i64", "done_ptr": "*i32"}
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    seen = {}
+    for dname in dtypes:
+        for V in vs:
+            for T in ts:
+                plan = mod._plan(mod.launch_config, lambda *a: True, T, 1, V, DTYPES[dname], torch.device("cuda"),
+                                 True, True)
+                consts = {k: v for k, v in plan.meta.items() if k in fn.arg_names}
+                for param in fn.params:
+                    if param.is_constexpr and param.has_default and param.name not in consts:
+                        consts[param.name] = param.default
+                key = (dname, tuple(sorted(consts.items())), plan.meta["num_warps"])
+                if key not in seen:
+                    sig = {a: "constexpr" if a in consts else ints.get(a, "*bf16" if dname == "bfloat16" else "*fp32")
+                           if a.endswith("_ptr") else "i64" if "stride" in a else "i32" for a in fn.arg_names}
+                    # A launch specialises the logits' pointers and row strides on 16-byte alignment.
+                    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+                             if a in ("target_ptr", "target_stride_0", "draft_ptr", "draft_stride_0", "draft_stride_1")}
+                    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                                       target=GPUTarget("cuda", 90, 32), options={"num_warps": plan.meta["num_warps"]})
+                    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+                        f.write(k.asm["cubin"])
+                    usage = subprocess.run([tools / "cuobjdump", "-res-usage", f.name], capture_output=True,
+                                           text=True).stdout
+                    sass = subprocess.run([tools / "nvdisasm", f.name], capture_output=True, text=True).stdout
+                    count = sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+[A-Z@{]", line))
+                    seen[key] = (int(re.search(r"REG:(\d+)", usage).group(1)), count,
+                                 int(re.search(r"STACK:(\d+)", usage).group(1)))
+                regs, count, stack = seen[key]
+                print(json.dumps(dict(dtype=dname, T=T, V=V, programs_per_request=plan.num_splits,
+                                      units=plan.num_units, exchange=plan.exchange,
+                                      tickets=plan.meta.get("TICKETS"), block=plan.meta["BLOCK"],
+                                      num_warps=plan.meta["num_warps"], registers=regs, sass_instructions=count,
+                                      stack_bytes=stack)), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -350,7 +406,12 @@ def main() -> None:
     ap.add_argument("--warm-parts", type=int, default=0, help="compile warm-up: N processes side by side")
     ap.add_argument("--warm-part", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter: tiny sizes, both implementations once")
+    ap.add_argument("--sass", action="store_true",
+                    help="no GPU needed: registers and instructions of the H200 kernels for these shapes (sm_90)")
     args = ap.parse_args()
+    if args.sass:
+        sass_table(args.dtypes, args.vs, args.ts)
+        return
     if args.smoke:
         args.ts, args.vs = [1, 3], [300]
     run(args)
