@@ -845,7 +845,8 @@ def rejection_sample(
                 f"rejection_sample: draft_vocab_size must be in [1, min(W, V)] = [1, {min(width, vocab_size)}], "
                 f"got {vd}"
             )
-        draft, d0, d1 = draft_logits, draft_logits.stride(0), draft_logits.stride(1)
+        draft = draft_logits
+        d0, d1, _ = draft_logits.stride()
     else:
         vd, draft, d0, d1 = 0, target_logits, 0, 0
     plan = _plan(launch_config, use_pdl, num_reqs, num_steps, vocab_size, target_logits.dtype, device, has_draft,
@@ -854,30 +855,34 @@ def rejection_sample(
         stats, best, done, _ = _exchange_scratch(device, num_reqs, plan.num_units)
     else:
         stats = best = done = out_num_accepted  # never addressed without EXCHANGE
+    # One stride() call per tensor (a tuple), not one per dimension: this is the eager call's path.
+    t_s0 = target_logits.stride()[0]
+    k_s0, k_s1 = draft_tokens.stride()
+    o_s0, o_s1 = out_tokens.stride()
     _rejection_kernel[plan.grid](
         target_logits,
-        target_logits.stride(0),
+        t_s0,
         draft,
         d0,
         d1,
         draft_tokens,
-        draft_tokens.stride(0),
-        draft_tokens.stride(1),
+        k_s0,
+        k_s1,
         cu_num_logits,
-        cu_num_logits.stride(0),
+        cu_num_logits.stride()[0],
         idx_mapping,
-        idx_mapping.stride(0),
+        idx_mapping.stride()[0],
         temperature,
-        temperature.stride(0),
+        temperature.stride()[0],
         seed,
-        seed.stride(0),
+        seed.stride()[0],
         pos,
-        pos.stride(0),
+        pos.stride()[0],
         out_tokens,
-        out_tokens.stride(0),
-        out_tokens.stride(1),
+        o_s0,
+        o_s1,
         out_num_accepted,
-        out_num_accepted.stride(0),
+        out_num_accepted.stride()[0],
         stats,
         best,
         done,
