@@ -47,6 +47,7 @@ request has one program (no exchange).
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import NamedTuple
 
 import torch
@@ -345,14 +346,22 @@ def _draw_from_p(t_row, vocab_size, key, scale, FAST_LOG: tl.constexpr, BLOCK: t
 
 # Only the logits' pointers and row strides are specialised (16-byte alignment: vectorised row
 # loads). Everything else is read or written a scalar at a time, so a value of 1 or a multiple of
-# 16 there would only compile another kernel per batch shape or layout.
-@triton.jit(do_not_specialize=[
+# 16 there would only compile another kernel per batch shape or layout. (Triton splits the two:
+# do_not_specialize is the value 1, do_not_specialize_on_alignment the multiple of 16, where the
+# installed Triton has it.)
+_UNSPECIALISED = [
     "draft_tokens_ptr", "draft_tokens_stride_0", "draft_tokens_stride_1", "cu_num_logits_ptr",
     "cu_num_logits_stride_0", "idx_mapping_ptr", "idx_mapping_stride_0", "temperature_ptr", "temperature_stride_0",
     "seed_ptr", "seed_stride_0", "pos_ptr", "pos_stride_0", "out_tokens_ptr", "out_tokens_stride_0",
     "out_tokens_stride_1", "out_accepted_ptr", "out_accepted_stride_0", "stats_ptr", "best_ptr", "done_ptr",
     "num_reqs", "num_steps", "vocab_size", "draft_vocab_size", "num_units", "units_per_program", "num_splits",
-])
+]
+_JIT_OPTIONS = {"do_not_specialize": _UNSPECIALISED}
+if "do_not_specialize_on_alignment" in inspect.signature(triton.jit).parameters:
+    _JIT_OPTIONS["do_not_specialize_on_alignment"] = _UNSPECIALISED
+
+
+@triton.jit(**_JIT_OPTIONS)
 def _rejection_kernel(
     # [N, V] unit inner stride
     target_ptr,
