@@ -7,40 +7,45 @@ last is the bonus row), step ``i`` accepts ``x_i`` with probability ``min(1, p_i
 logits of step ``i``); at the first rejection the token is drawn from the residual
 ``max(p_i - q_i, 0)`` normalised, and if every draft is accepted a bonus token is drawn from
 ``p_n``. The emitted tokens are then distributed exactly as ``n + 1`` draws from the target
-(Leviathan et al., *Fast Inference from Transformers via Speculative Decoding*, ICML 2023,
-theorem 1 and appendix A.1; Chen et al., *Accelerating Large Language Model Decoding with
-Speculative Sampling*, 2023, theorem 1). Temperature 0 is greedy decoding: a draft is accepted iff
-it is the target row's ``torch.argmax``, and the replacement or bonus token is that argmax.
+(Leviathan et al., *Fast Inference from Transformers via Speculative Decoding*, ICML 2023, theorem 1
+and appendix A.1; Chen et al., *Accelerating Large Language Model Decoding with Speculative
+Sampling*, 2023, theorem 1). Temperature 0 is greedy decoding: a draft is accepted iff it is the
+target row's ``torch.argmax``, and the replacement or bonus token is that argmax.
 
 Launch structure
 ----------------
 One launch per call (:func:`rejection_sample`). The vocabulary is cut into *units* of
-``UNIT_BLOCKS * BLOCK`` columns, and each request gets ``num_splits`` programs, each owning a run
-of consecutive units (its chunk). For each draft step in turn, every program reduces its units of
-the target row (and of the draft row) to per-unit ``(max, sum)`` pairs of ``2**(x * log2(e) / T)``
+``UNIT_BLOCKS * BLOCK`` columns, and each request gets ``num_splits`` programs, each owning a run of
+consecutive units (its chunk). For each draft step in turn, every program reduces its units of the
+target row (and of the draft row) to per-unit ``(max, sum)`` pairs of ``2**(x * log2(e) / T)``
 (greedy rows: per-unit packed ``(value, index)`` maxima); the programs of a request exchange them
 through a small scratch buffer (each program publishes, counts itself in, and waits until every
 program of its request has: the dynamic-ticket scheme of Merrill and Garland, *Single-pass Parallel
 Prefix Scan with Decoupled Look-back*, NVIDIA, 2016, which cannot deadlock while a request's
-programs fit on the device at once: at most one program per multiprocessor), and each merges all
-units in one fixed order and decides the step. After the first rejection (or the last draft),
-each program draws from its own chunk of the stopping row, whose bytes it has just read and
-which are mostly still in L2, and the programs merge their winners through one atomic maximum;
-the last one writes the request's tokens and its accepted count and resets the scratch.
+programs fit on the device at once: a request has at most one program per multiprocessor), and each
+merges all units in one fixed order and decides the step. After the first rejection (or the last
+draft), each program draws from its own chunk of the stopping row, whose bytes it has just read and
+which are mostly still in L2, and the programs merge their winners through one atomic maximum; the
+last one writes the request's tokens and its accepted count and resets the scratch.
 
-Why: verification is latency-bound at small batches, where vLLM's ``rejection_sample`` spends four
-launches (statistics, verification, resample, insert) and most of its time in launch gaps (an empty
-Triton kernel costs ~2.5 us under CUDA-graph replay on an H200, benchmarks/results/
-sampling_launch_floor.json); one launch removes three of them, and eager calls pay one Triton launch
-instead of four. At large batches the byte traffic decides: the one launch reads each verified row
-from DRAM once (the draw re-reads its chunk from L2), where a statistics launch followed by a
-resample launch reads the rejected row twice. This is the in-house precedent of
-:mod:`guarded_kernels.resample`'s one launch (its ``exchange_config``), which measured 8-27% faster
-than its two launches on an H200 from 64 requests (benchmarks/NOTES.md, version 20). Units of a
-fixed width make the result independent of the split: each unit's pair is computed by the same code
-whichever program owns it, and the merge reduces the same vector in the same order, so the tokens
-(and every accept / reject decision) are bit for bit the same whatever ``num_splits`` and batch
-composition the launch uses. The CPU interpreter runs programs one after another, so there a
+Why (chosen from the in-house measurements below; benchmarks/rejection.py measures it against
+vLLM's): verification is latency-bound at small batches, where vLLM's ``rejection_sample`` spends
+four launches (statistics, verification, resample, insert) and much of its time in launch gaps (an
+empty Triton kernel costs ~2.5 us under CUDA-graph replay on an H200, benchmarks/results/
+sampling_launch_floor.json), and eager calls pay the Triton launch's host cost four times; one
+launch pays each once. At large batches the byte traffic decides: the one launch reads each verified
+row from DRAM once and the draw re-reads its chunk mostly from L2, where a statistics launch
+followed by a resample launch reads the rejected row twice. The in-house precedent is
+:mod:`guarded_kernels.resample`'s one launch (its ``exchange_config``): against its own two launches
+on an H200 it measured 2-27% faster from 64 to 512 requests at V >= 151,936, and 3-23% slower at
+V = 32,000 below 256 requests in float32 and at all sizes in 16 bits, where a request's few programs
+each chain a short pass (benchmarks/NOTES.md, version 20); here the one launch also saves the
+verification launch and its round trip, so it is used at every size on a GPU, with more programs per
+request at small batches (:func:`launch_config`). Units of a fixed width make the result independent
+of the split: each unit's pair is computed by the same code whichever program owns it, and the merge
+reduces the same vector in the same order, so the tokens (and every accept / reject decision) are
+bit for bit the same whatever ``num_splits`` and batch composition the launch uses (on one device,
+for one dtype and vocabulary size). The CPU interpreter runs programs one after another, so there a
 request has one program (no exchange).
 """
 
@@ -616,15 +621,15 @@ def _sm_count(index: int) -> int:
 def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device) -> LaunchConfig:
     """The launch's :class:`LaunchConfig`; tests and benchmarks may replace it.
 
-    On a GPU: blocks of 1,024 columns and 8 warps (four columns a thread: at eight, two blocks in
-    flight took 80 registers in float32 and 120 in bfloat16 against 64 here; sm_90, triton 3.9),
-    units of two blocks, and as many programs per
+    On a GPU: blocks of 1,024 columns and 8 warps, four columns a thread (at eight, with 4 warps,
+    the kernel took 72 registers in float32 and 96 in bfloat16 against 60-64 here: sm_90, triton
+    3.9, offline; ``benchmarks/rejection.py --sass``), units of two blocks, and as many programs per
     request as fill about four per multiprocessor (a small batch is latency-bound: more programs,
-    shorter chains), but chunks of at most 8,192 columns (float32) or 16,384 (16-bit), the width at
-    which :mod:`guarded_kernels.resample`'s one launch measured its re-read mostly served from L2
-    (benchmarks/NOTES.md, version 20). At most one program per multiprocessor and request (the
-    exchange needs a request's programs resident at once). In the CPU interpreter one program
-    per request walks the row in blocks of 256."""
+    shorter chains), but chunks of at most 8,192 columns (float32) or 16,384 (16-bit), the widths
+    of :mod:`guarded_kernels.resample`'s one launch, whose re-read of a chunk is mostly served from
+    L2 (benchmarks/NOTES.md, version 20). At most one program per multiprocessor and request (the
+    exchange needs a request's programs resident at once). In the CPU interpreter one program per
+    request walks the row in blocks of 256."""
     if device.type != "cuda":
         return LaunchConfig(256, 4, 2, 1)
     sms = sm_count(device)
@@ -669,7 +674,9 @@ def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dty
     elt_size = dtype.itemsize
     num_units = triton.cdiv(vocab_size, block * unit_blocks)
     if num_units > 4096:
-        # The merge holds a row's units in one vector: wider units for a huge vocabulary.
+        # The merge holds a row's units in one vector: wider units for a vocabulary above 8,388,608
+        # columns (more blocks unrolled per unit: slower to compile, more registers; no model's
+        # vocabulary is near it).
         unit_blocks = triton.cdiv(triton.cdiv(vocab_size, block), 4096)
         num_units = triton.cdiv(vocab_size, block * unit_blocks)
     if device.type != "cuda":
@@ -816,6 +823,20 @@ def rejection_sample(
         have accepted; or a NaN in either row, which makes its log-sum-exp undefined) draws from
         ``p``, the token :func:`guarded_kernels.gumbel_sample` draws for that row. Sampled rows
         treat NaN logits as probability 0; a row with no finite logit returns token 0.
+
+    Precision:
+        float32 throughout. ``log2 u_i`` is compared with ``log2 p - log2 q``, each log-sum-exp
+        exact to float32 rounding (~1e-6 relative): an acceptance probability is off by about
+        that much. The residual weight is ``p - q`` from two exponentials (~2e-6 / (1 - q/p)
+        relative error; on a GPU a probability below 2**-126 may flush to zero), its key
+        ``log2(p - q)`` plus the noise of :mod:`guarded_kernels.noise` (its 32-bit uniform resolves
+        tokens up to ~20 nats below the best).
+
+    Launch:
+        One Triton launch, no host synchronisation; the outputs are allocated unless given. The
+        launch's scratch (a few words per request) is allocated per (device, stream) on first use,
+        so make one call on a stream before capturing a CUDA graph on it; calls on one stream are
+        ordered by it, calls in flight on two streams have their own scratch.
 
     Raises:
         StrideGuardError: a layout the kernel cannot address, or inconsistent sizes.
