@@ -244,6 +244,8 @@ def run(args) -> None:
         print(f"peer not found at {args.peer} (copy ../shared/peer there): measuring {OURS} alone", flush=True)
     configs = [(s, d, V, T) for s in args.scenarios for d in args.dtypes for V in args.vs for T in args.ts]
     timed = not args.smoke and not args.warm_parts
+    if timed and device != "cuda":
+        sys.exit("benchmarks/rejection.py: timing needs a CUDA device (on the CPU interpreter: --smoke, or --sass)")
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 torch=torch.__version__, triton=triton.__version__,
                 device=torch.cuda.get_device_name() if device == "cuda" else "cpu (Triton interpreter)",
