@@ -84,11 +84,9 @@ _LOG2E = tl.constexpr(1.4426950408889634)
 _LSE_FLOOR = tl.constexpr(-3.4028234663852886e38)
 # The greedy key of a NaN: above every number's ordered key (torch.argmax ranks NaN first).
 _NAN_KEY = tl.constexpr(2147483647)
-_INT64_MIN = -(2**63)
-# Scratch words per request: one 128-byte line each, so that the requests' atomics do not queue on
-# one L2 line (benchmarks/NOTES.md, version 7).
-_BEST_STRIDE = tl.constexpr(16)  # int64 words
-_DONE_STRIDE = tl.constexpr(32)  # int32 words
+# A request's counter: one 128-byte line each (int32 words), so that the requests' atomics do not
+# queue on one L2 line (benchmarks/NOTES.md, version 7).
+_DONE_STRIDE = tl.constexpr(32)
 
 
 @triton.jit
@@ -402,8 +400,8 @@ def _rejection_kernel(
     out_accepted_ptr,
     out_accepted_stride_0,
     # EXCHANGE scratch (the launcher's, contiguous): [Q, 2, num_units, 4] int32 unit values;
-    # [Q] int64 merge words (INT64_MIN at rest) and [Q + 1] int32 counters (0 at rest, the last
-    # one the ticket dispenser), one 128-byte line per request
+    # [Q, num_splits] int64 winner slots; [Q + 1] int32 counters (0 at rest, the last one the
+    # ticket dispenser), one 128-byte line per request
     stats_ptr,
     best_ptr,
     done_ptr,
@@ -452,6 +450,12 @@ def _rejection_kernel(
     else:
         req = tl.program_id(0).to(tl.int64)
         split = 0
+    # The request's draft tokens at once, first: their load depends on nothing else, so it overlaps
+    # the ones below instead of following them (each dependent load is a round trip to memory, and
+    # at small batches the chain of them is most of a call).
+    tokens_row = draft_tokens_ptr + req * draft_tokens_stride_0
+    j = tl.arange(0, STEPS_P2)
+    drafts = tl.load(tokens_row + j * draft_tokens_stride_1, mask=j < num_steps, other=-1).to(tl.int64)
     first = tl.load(cu_num_logits_ptr + req * cu_num_logits_stride_0).to(tl.int64)
     last = tl.load(cu_num_logits_ptr + (req + 1) * cu_num_logits_stride_0).to(tl.int64)
     # Drafts of the request: its rows less the bonus row, at most the S columns of draft_tokens.
@@ -466,8 +470,9 @@ def _rejection_kernel(
     # inside one row stays below V < 2**31 (the launcher checks), so int32 cannot wrap.
     unit_lo = split * units_per_program  # stridecheck: ignore[SC001, SC006]
     unit_hi = tl.minimum(unit_lo + units_per_program, num_units)
-    tokens_row = draft_tokens_ptr + req * draft_tokens_stride_0
     draft_req = draft_ptr + slot * draft_stride_0
+    # The bonus row's position, for its key if every draft is accepted (loaded now, not after).
+    bonus_pos = tl.load(pos_ptr + (first + n) * pos_stride_0)
 
     # Verification: step by step until a rejection. Every program of a request decides alike (the
     # same merged values, the same arithmetic).
@@ -482,7 +487,7 @@ def _rejection_kernel(
     key = tl.full((), 0, tl.uint32)  # the last verified sampled row's noise key
     while going:
         row = first + accepted
-        x = tl.load(tokens_row + accepted * draft_tokens_stride_1).to(tl.int64)
+        x = tl.sum(tl.where(j == accepted, drafts, 0), 0)
         # A negative (placeholder) or out-of-range draft id is rejected without a test and ends
         # verification; its token is drawn from p (sampled) or is the argmax (greedy).
         valid = (x >= 0) & (x < vocab_size)
@@ -533,10 +538,11 @@ def _rejection_kernel(
                 packed = tl.maximum(packed, _unit_greedy(t_row, lo, tl.minimum(lo + UNIT, vocab_size), BLOCK,
                                                          UNIT_BLOCKS))
     else:
-        if bonus | ~valid:
-            # Not a rejected valid draft: the bonus row, or a placeholder's, whose key the
-            # verification did not compute.
-            key = row_key(seed, tl.load(pos_ptr + stop * pos_stride_0), 0)  # 0: the verification stream
+        if bonus:
+            key = row_key(seed, bonus_pos, 0)  # 0: the verification stream
+        elif ~valid:
+            # A placeholder's row, whose key the verification did not compute.
+            key = row_key(seed, tl.load(pos_ptr + stop * pos_stride_0), 0)
         lanes = tl.arange(0, BLOCK)
         best = tl.full((BLOCK,), float("-inf"), tl.float32)
         best_idx = unit_lo * UNIT + lanes
@@ -563,15 +569,21 @@ def _rejection_kernel(
         packed = pack_key_index(m, win)
     finishing = n >= 0
     if EXCHANGE:
-        # Only the counter orders: its release publishes this program's maximum before the count,
-        # and the last program's acquire makes every maximum visible to its read.
-        tl.atomic_max(best_ptr + req * _BEST_STRIDE, packed, sem="relaxed")
+        # Each program's winner in its own slot (a plain store; slots need no resting value), then
+        # the count: its release publishes the slot, and the last program's acquire makes every
+        # slot visible to its read (one round trip fewer than an atomic maximum before the count).
+        slots = best_ptr + req * num_splits
+        tl.store(slots + split, packed)
+        tl.debug_barrier()
         finished = tl.atomic_add(done_ptr + req * _DONE_STRIDE, 1, sem="acq_rel")
         finishing = finished == (rounds + 1) * num_splits - 1
         if finishing:
-            # Last program of the request: read and reset the merge word and the counter.
-            packed = tl.atomic_xchg(best_ptr + req * _BEST_STRIDE, -9223372036854775808, sem="relaxed")
-            tl.atomic_xchg(done_ptr + req * _DONE_STRIDE, 0, sem="relaxed")
+            # Last program of the request: the slots' maximum; the counter back to rest (the
+            # launch's end orders the store before the next launch's first count).
+            sp = tl.arange(0, UNITS_P2)  # num_splits <= num_units <= UNITS_P2
+            packed = tl.max(tl.load(slots + sp, mask=sp < num_splits, other=-9223372036854775808,
+                                    cache_modifier=".cg"), 0)
+            tl.store(done_ptr + req * _DONE_STRIDE, 0)
     if finishing:
         token = unpack_index(packed)
         if (temp != 0.0) & rejected_draft:
@@ -580,8 +592,6 @@ def _rejection_kernel(
             # one-hot residual is empty: a draw from p with the same noise instead.
             if (packed >> 32) == ordered_key(tl.full((), float("-inf"), tl.float32)):
                 token = _draw_from_p(t_row, vocab_size, key, scale, FAST_LOG, BLOCK)
-        j = tl.arange(0, STEPS_P2)
-        drafts = tl.load(tokens_row + j * draft_tokens_stride_1, mask=j < accepted, other=0).to(tl.int64)
         emitted = tl.where(j < accepted, drafts, tl.where(j == accepted, token, -1))
         tl.store(out_tokens_ptr + req * out_tokens_stride_0 + j * out_tokens_stride_1, emitted, mask=j <= num_steps)
         tl.store(out_accepted_ptr + req * out_accepted_stride_0, accepted.to(tl.int32))
@@ -713,25 +723,26 @@ _retired: list = []
 
 
 def _exchange_scratch(device: torch.device, num_reqs: int, num_units: int):
-    """(stats, best, done) for ``num_reqs`` requests of ``num_units`` units, cached per (device,
+    """(stats, slots, done) for ``num_reqs`` requests of ``num_units`` units, cached per (device,
     stream): two launches in flight on one stream are ordered by it; on different streams they
-    would share counters. ``best`` and ``done`` are at rest between launches (each launch's last
-    programs reset what they used); ``stats`` needs no resting value (each round writes every unit
-    it reads). Grown by a fresh allocation when too small; under CUDA-graph capture a first
-    allocation is captured with its fill, so warm up before capturing."""
+    would share counters. ``done`` is at rest (0) between launches (each request's last program
+    resets its counter, the last ticket the dispenser); ``stats`` and ``slots`` need no resting
+    value (a launch writes every word it reads). Grown by a fresh allocation when too small; under
+    CUDA-graph capture a first allocation is captured with its fill, so warm up before capturing."""
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
     key = (str(device), stream)
     entry = _scratch.get(key)
-    if entry is None or entry[3] < num_reqs or entry[0].numel() < num_reqs * 2 * num_units * 4:
+    if entry is None or entry[3] < num_reqs or entry[4] < num_units:
         reqs = max(num_reqs, 256 if entry is None else entry[3])
-        words = max(reqs * 2 * num_units * 4, 0 if entry is None else entry[0].numel())
-        stats = torch.empty((words,), dtype=torch.int32, device=device)
-        best = torch.full((reqs * _BEST_STRIDE.value,), _INT64_MIN, dtype=torch.int64, device=device)
+        units = max(num_units, 0 if entry is None else entry[4])
+        stats = torch.empty((reqs * 2 * units * 4,), dtype=torch.int32, device=device)
+        # A request's winner slots: num_splits <= num_units of them.
+        slots = torch.empty((reqs * units,), dtype=torch.int64, device=device)
         # One line more than requests: the ticket dispenser.
         done = torch.zeros(((reqs + 1) * _DONE_STRIDE.value,), dtype=torch.int32, device=device)
         if entry is not None:
             _retired.append(entry)
-        entry = (stats, best, done, reqs)
+        entry = (stats, slots, done, reqs, units)
         _scratch[key] = entry
     return entry
 
@@ -882,7 +893,7 @@ def rejection_sample(
     plan = _plan(launch_config, use_pdl, num_reqs, num_steps, vocab_size, target_logits.dtype, device, has_draft,
                  use_fast_log(device))
     if plan.exchange:
-        stats, best, done, _ = _exchange_scratch(device, num_reqs, plan.num_units)
+        stats, best, done, _, _ = _exchange_scratch(device, num_reqs, plan.num_units)
     else:
         stats = best = done = out_num_accepted  # never addressed without EXCHANGE
     # One stride() call per tensor (a tuple), not one per dimension: this is the eager call's path.
