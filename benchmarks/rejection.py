@@ -386,21 +386,22 @@ def sass_table(dtypes, vs, ts) -> None:
     for dname in dtypes:
         for V in vs:
             for T in ts:
-                plan = mod._plan(mod.launch_config, lambda *a: True, T, 1, V, DTYPES[dname], torch.device("cuda"),
-                                 True, True)
+                plan = mod._plan(mod.launch_config, lambda *a: True, mod.max_registers, T, 1, V, DTYPES[dname],
+                                 torch.device("cuda"), True, True)
                 consts = {k: v for k, v in plan.meta.items() if k in fn.arg_names}
                 for param in fn.params:
                     if param.is_constexpr and param.has_default and param.name not in consts:
                         consts[param.name] = param.default
-                key = (dname, tuple(sorted(consts.items())), plan.meta["num_warps"])
+                key = (dname, tuple(sorted(consts.items())), plan.meta["num_warps"], plan.meta.get("maxnreg"))
                 if key not in seen:
                     sig = {a: "constexpr" if a in consts else ints.get(a, "*bf16" if dname == "bfloat16" else "*fp32")
                            if a.endswith("_ptr") else "i64" if "stride" in a else "i32" for a in fn.arg_names}
                     # A launch specialises the logits' pointers and row strides on 16-byte alignment.
                     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
                              if a in ("target_ptr", "target_stride_0", "draft_ptr", "draft_stride_0", "draft_stride_1")}
+                    options = {k: plan.meta[k] for k in ("num_warps", "maxnreg") if k in plan.meta}
                     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
-                                       target=GPUTarget("cuda", 90, 32), options={"num_warps": plan.meta["num_warps"]})
+                                       target=GPUTarget("cuda", 90, 32), options=options)
                     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
                         f.write(k.asm["cubin"])
                     usage = subprocess.run([tools / "cuobjdump", "-res-usage", f.name], capture_output=True,
@@ -413,7 +414,8 @@ def sass_table(dtypes, vs, ts) -> None:
                 print(json.dumps(dict(dtype=dname, T=T, V=V, programs_per_request=plan.num_splits,
                                       units=plan.num_units, exchange=plan.exchange,
                                       tickets=plan.meta.get("TICKETS"), block=plan.meta["BLOCK"],
-                                      num_warps=plan.meta["num_warps"], registers=regs, sass_instructions=count,
+                                      num_warps=plan.meta["num_warps"], maxnreg=plan.meta.get("maxnreg"),
+                                      registers=regs, sass_instructions=count,
                                       stack_bytes=stack)), flush=True)
 
 

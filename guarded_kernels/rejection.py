@@ -455,7 +455,10 @@ def _rejection_kernel(
     # at small batches the chain of them is most of a call).
     tokens_row = draft_tokens_ptr + req * draft_tokens_stride_0
     j = tl.arange(0, STEPS_P2)
-    drafts = tl.load(tokens_row + j * draft_tokens_stride_1, mask=j < num_steps, other=-1).to(tl.int64)
+    drafts = tl.load(tokens_row + j * draft_tokens_stride_1, mask=j < num_steps, other=-1)
+    # Held as int32 (fewer registers across the kernel): an id outside [0, V) becomes -1 first, so
+    # none wraps into a valid one.
+    drafts = tl.where((drafts >= 0) & (drafts < vocab_size), drafts, -1).to(tl.int32)
     first = tl.load(cu_num_logits_ptr + req * cu_num_logits_stride_0).to(tl.int64)
     last = tl.load(cu_num_logits_ptr + (req + 1) * cu_num_logits_stride_0).to(tl.int64)
     # Drafts of the request: its rows less the bonus row, at most the S columns of draft_tokens.
@@ -487,7 +490,7 @@ def _rejection_kernel(
     key = tl.full((), 0, tl.uint32)  # the last verified sampled row's noise key
     while going:
         row = first + accepted
-        x = tl.sum(tl.where(j == accepted, drafts, 0), 0)
+        x = tl.sum(tl.where(j == accepted, drafts, 0), 0).to(tl.int64)
         # A negative (placeholder) or out-of-range draft id is rejected without a test and ends
         # verification; its token is drawn from p (sampled) or is the argmax (greedy).
         valid = (x >= 0) & (x < vocab_size)
@@ -563,8 +566,8 @@ def _rejection_kernel(
             for u in range(unit_lo, unit_hi):
                 lo = u * UNIT
                 hi = tl.minimum(lo + UNIT, vocab_size)
-                best, best_idx = _draw_unit(t_row, t_row, lo, hi, hi, key, scale, lse_t, lse_d, excluded, best, best_idx,
-                                            False, FAST_LOG, BLOCK, UNIT_BLOCKS)
+                best, best_idx = _draw_unit(t_row, t_row, lo, hi, hi, key, scale, lse_t, lse_d, excluded, best,
+                                            best_idx, False, FAST_LOG, BLOCK, UNIT_BLOCKS)
         m, win = _lane_winner(best, best_idx)
         packed = pack_key_index(m, win)
     finishing = n >= 0
@@ -650,6 +653,14 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     return LaunchConfig(block, 8, unit_blocks, max(1, min(splits, units, sms)))
 
 
+def max_registers(dtype: torch.dtype, device: torch.device) -> int | None:
+    """A per-thread register cap for the launch (Triton's ``maxnreg``), or None; benchmarks may
+    replace it. On a GPU 64, four 8-warp programs per multiprocessor: uncapped, ptxas gave some
+    configurations 80 (three per multiprocessor) for a few registers of pressure in rare paths;
+    capped there are no spills (``benchmarks/rejection.py --sass``: sm_90, triton 3.9)."""
+    return 64 if device.type == "cuda" else None
+
+
 def use_pdl(num_reqs: int, device: torch.device) -> bool:
     """Programmatic dependent launch (CUDA Programming Guide, "Programmatic Dependent Launch and
     Synchronization") on NVIDIA compute capability >= 9.0: the launch overlaps the end of the
@@ -678,8 +689,10 @@ class _Plan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dtype: torch.dtype,
+def _plan(config_fn, pdl_fn, regs_fn, num_reqs: int, num_steps: int, vocab_size: int, dtype: torch.dtype,
           device: torch.device, has_draft: bool, fast_log: bool) -> _Plan:
+    """The launch for a shape, cached; the policy functions are arguments (and so in the cache's
+    key) because tests and benchmarks replace them."""
     block, warps, unit_blocks, splits = config_fn(num_reqs, vocab_size, dtype, device)
     elt_size = dtype.itemsize
     num_units = triton.cdiv(vocab_size, block * unit_blocks)
@@ -710,6 +723,9 @@ def _plan(config_fn, pdl_fn, num_reqs: int, num_steps: int, vocab_size: int, dty
     )
     if exchange and device.type == "cuda":
         meta["TICKETS"] = num_reqs * splits > sm_count(device)
+    cap = regs_fn(dtype, device)
+    if cap is not None and device.type == "cuda":
+        meta["maxnreg"] = cap
     if pdl_fn(num_reqs, device):
         meta.update(PDL=1, launch_pdl=True)
     grid = (num_reqs * splits,) if exchange else (num_reqs,)
@@ -890,8 +906,8 @@ def rejection_sample(
         d0, d1, _ = draft_logits.stride()
     else:
         vd, draft, d0, d1 = 0, target_logits, 0, 0
-    plan = _plan(launch_config, use_pdl, num_reqs, num_steps, vocab_size, target_logits.dtype, device, has_draft,
-                 use_fast_log(device))
+    plan = _plan(launch_config, use_pdl, max_registers, num_reqs, num_steps, vocab_size, target_logits.dtype, device,
+                 has_draft, use_fast_log(device))
     if plan.exchange:
         stats, best, done, _, _ = _exchange_scratch(device, num_reqs, plan.num_units)
     else:

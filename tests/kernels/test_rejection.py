@@ -700,7 +700,8 @@ def _gumbel_drafted(inputs, draft_1d, K, is_drafting=True):
     entries that verify them (step i of trial t: pos[t * (K + 1) + i]), from the draft stream."""
     Q = inputs["draft_tokens"].shape[0]
     V = draft_1d.shape[0]
-    rows = (torch.arange(Q, device=draft_1d.device)[:, None] * (K + 1) + torch.arange(K, device=draft_1d.device)).view(-1)
+    dev = draft_1d.device
+    rows = (torch.arange(Q, device=dev)[:, None] * (K + 1) + torch.arange(K, device=dev)).view(-1)
     return gumbel_sample(draft_1d.unsqueeze(0).expand(Q * K, V).float(), inputs["idx_mapping"].repeat_interleave(K),
                          inputs["temperature"], inputs["seed"], inputs["pos"][rows],
                          is_drafting=is_drafting).view(Q, K)
