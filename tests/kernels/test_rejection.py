@@ -906,3 +906,34 @@ def test_gpu_distribution_at_a_real_vocabulary(device, dtype):
     print(f"{dtype} alpha={alpha:.4f} counts={counts.tolist()} chi2={stat:.1f} p={pv:.3g}")
     assert pv > ALPHA, (counts, alpha, stat, pv)
     _assert_positions_follow(out, p, K, str(dtype))
+
+
+def test_launch_plan_policy(monkeypatch):
+    # The shipped plan on a 132-multiprocessor GPU (launch_config, _plan): 1,024 columns / 8 warps,
+    # units of 2,048; about four programs per multiprocessor at small batches, chunks of at most
+    # 8,192 columns (float32) / 16,384 (16-bit) at large ones; never more programs per request than
+    # multiprocessors or units (the exchange's residency bound); the program id instead of tickets
+    # only while the whole grid has one program per multiprocessor at most; a 64-register cap;
+    # and on the CPU one program per request, no exchange, no cap.
+    monkeypatch.setattr(rej_mod, "sm_count", lambda device: 132)
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+
+    def plan(T, V, dtype, device=cuda):
+        return rej_mod._plan(rej_mod.launch_config, lambda *a: False, rej_mod.max_registers, T, 1, V, dtype, device,
+                             True, False)
+
+    for dtype, columns in ((torch.float32, 8192), (torch.bfloat16, 16384)):
+        for V in (32_000, 151_936, 262_144):
+            for T in (1, 8, 64, 256, 1024):
+                p = plan(T, V, dtype)
+                assert p.num_units == -(-V // 2048) and p.meta["BLOCK"] == 1024 and p.meta["num_warps"] == 8
+                assert 1 <= p.num_splits <= min(132, p.num_units)
+                assert p.units_per_program * 2048 <= columns, (dtype, V, T)
+                assert (p.num_splits - 1) * p.units_per_program < p.num_units <= p.num_splits * p.units_per_program
+                assert p.meta["TICKETS"] == (T * p.num_splits > 132) and p.meta["maxnreg"] == 64
+                assert p.grid == (T * p.num_splits,) and p.exchange == (p.num_splits > 1)
+    assert plan(1, 262_144, torch.float32).num_splits == 128 and not plan(1, 262_144, torch.float32).meta["TICKETS"]
+    assert plan(1024, 262_144, torch.float32).num_splits == 32 and plan(1024, 262_144, torch.bfloat16).num_splits == 16
+    assert plan(1, 32_000, torch.float32).num_splits == 16  # one unit each
+    p = plan(7, 262_144, torch.float32, cpu)
+    assert p.num_splits == 1 and not p.exchange and "maxnreg" not in p.meta and "TICKETS" not in p.meta
