@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from stridecheck import Tensor, stride_guard
-from stridecheck._guard_plan import overlaps
+from stridecheck.guard.spec_check import overlaps
 
 F32, I64, I32 = torch.float32, torch.int64, torch.int32
 RESULTS = Path(__file__).resolve().parent / "results"

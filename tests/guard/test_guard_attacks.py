@@ -16,9 +16,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import stridecheck._guard_plan as plan
+import stridecheck.guard.spec_check as plan
 from stridecheck import StrideGuardError, Tensor, stride, stride_guard
-from stridecheck._guard_plan import generate_traced
+from stridecheck.guard.traced import generate_traced
 
 
 @pytest.fixture

@@ -215,7 +215,7 @@ def test_unit_index_may_walk_a_stride_one_dim_other_than_the_last():
 from hypothesis import HealthCheck, given, settings  # noqa: E402 - kept with the property tests
 from hypothesis import strategies as st  # noqa: E402
 
-from stridecheck._guard_kernel import check_derived  # noqa: E402
+from stridecheck.guard.derive import check_derived  # noqa: E402
 from stridecheck.strategies import strided_tensors  # noqa: E402
 
 _PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,7 +13,7 @@ import triton.language as tl
 
 from stridecheck import StrideGuardError, Tensor, stride, stride_guard
 from tests.conftest import CASES
-from stridecheck._guard_kernel import derive_contract
+from stridecheck.guard.derive import derive_contract
 from stridecheck.guard import GuardedKernel
 
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stridecheck import StrideGuardError, Tensor, stride, stride_guard
-from stridecheck._guard_plan import explain, overlaps
+from stridecheck.guard.spec_check import explain, overlaps
 from stridecheck.strategies import strided_tensors
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,7 +142,7 @@ DERIVED = None
     st.integers(0, 12),
 )
 def test_derived_fast_detector_agrees_with_check_derived(x, out, x_stride, out_stride, n, width):
-    from stridecheck._guard_kernel import check_derived
+    from stridecheck.guard.derive import check_derived
 
     global DERIVED
     if DERIVED is None:

@@ -86,7 +86,7 @@ Under ``torch.compile`` a guarded launcher traces as plain Python (``fullgraph=T
 static or ``dynamic=True``: size comparisons become dynamo guards). Called from compiled code
 with data-dependent sizes (``x.nonzero()``), where a Python ``bool`` of a size would stop the
 trace, dynamo traces a registered stand-in instead that checks through ``torch._check``
-(see :mod:`stridecheck._guard_compile`; registered once ``torch._dynamo`` is imported, so a
+(see :mod:`stridecheck.guard.traced`; registered once ``torch._dynamo`` is imported, so a
 process that never compiles never pays for it). A failed check while tracing raises
 ``StrideGuardError`` (under ``fullgraph=True`` dynamo wraps it; the message is in the chain).
 
@@ -105,7 +105,7 @@ Triton kernels
 ``@triton.heuristics`` kernel) returns a :class:`GuardedKernel`: ``k[grid](...)`` checks the
 launch's arguments, then launches; other attributes are forwarded to the kernel. Bare
 ``@stride_guard`` on a kernel derives the contract from the kernel's source through the
-linter's access model, once per kernel (see :mod:`stridecheck._guard_kernel` for how an
+linter's access model, once per kernel (see :mod:`stridecheck.guard.derive` for how an
 address's terms are assigned to the tensor's dimensions): every stride argument must be the
 stride of a dimension of the tensor it steps, a size that steps a dimension (``col *
 vocab_size``) must equal that dimension's stride, a pointer addressed ``+ offs`` needs unit
@@ -124,8 +124,8 @@ import functools
 import inspect
 import os
 
-from stridecheck._guard_plan import Reporter, generate_kernel_check, generate_wrapper
-from stridecheck._guard_spec import StrideGuardError, Tensor, build_contract, callable_name, stride
+from stridecheck.guard.spec_check import Reporter, generate_kernel_check, generate_wrapper
+from stridecheck.guard.spec import StrideGuardError, Tensor, build_contract, callable_name, stride
 
 __all__ = ["stride_guard", "StrideGuardError", "Tensor", "stride", "GuardedKernel", "guard_mode"]
 
@@ -234,7 +234,7 @@ def _wrap(obj, specs: dict, writes, mode: str):
             contract = build_contract(pyfn, specs, writes)
             check, src = generate_kernel_check(pyfn, contract, Reporter(contract, mode))
         else:
-            from stridecheck._guard_kernel import derive_contract, derived_reporter, generate_derived_check
+            from stridecheck.guard.derive import derive_contract, derived_reporter, generate_derived_check
 
             if writes:
                 raise StrideGuardError("stride_guard: writes= needs specs; a derived contract finds the stores itself")
@@ -257,7 +257,7 @@ def _wrap(obj, specs: dict, writes, mode: str):
     wrapper.__stride_contract__ = contract
     wrapper.__stride_guard_source__ = src
     if not inspect.iscoroutinefunction(wrapper):  # torch.compile does not trace coroutines
-        from stridecheck._guard_compile import provide_traced
+        from stridecheck.guard.traced import provide_traced
 
         provide_traced(wrapper, contract, reporter)
     return wrapper

@@ -51,8 +51,8 @@ import linecache
 import re
 from dataclasses import dataclass, field
 
-from stridecheck._guard_plan import Reporter, Violation, overlaps
-from stridecheck._guard_spec import StrideGuardError
+from stridecheck.guard.spec_check import Reporter, Violation, overlaps
+from stridecheck.guard.spec import StrideGuardError
 from stridecheck.lint.model import IndexSource
 
 _WALKS = frozenset({IndexSource.ARANGE, IndexSource.PROGRAM_ID, IndexSource.LOOP})
@@ -426,7 +426,7 @@ def _check_access(fn, p, acc: AccessPlan, shape, strides, nd, values, unit_dim: 
 
 
 def derived_reporter(contract: DerivedContract, mode: str) -> Reporter:
-    """The failure path of a derived contract (see :class:`~stridecheck._guard_plan.Reporter`)."""
+    """The failure path of a derived contract (see :class:`~stridecheck.guard.spec_check.Reporter`)."""
     return Reporter(contract, mode, explain=check_derived)
 
 
@@ -510,7 +510,7 @@ def _detector(contract: DerivedContract) -> list[str]:
 def generate_derived_check(pyfn, contract: DerivedContract, reporter: Reporter):
     """A function taking a launch's arguments that checks them against the derived contract:
     the fast detector, and ``check_derived`` (through ``reporter``) on a flag."""
-    from stridecheck._guard_plan import BUILTINS, _compile, _Flag, _signature_text
+    from stridecheck.guard.spec_check import BUILTINS, _compile, _Flag, _signature_text
 
     ns: dict = {**BUILTINS, "_sg_report": reporter, "_sg_Flag": _Flag, "_sg_overlaps": overlaps}
     params, _ = _signature_text(inspect.signature(pyfn), ns, kernel=True)
