@@ -124,6 +124,7 @@ import functools
 import inspect
 import os
 
+from stridecheck.guard.kernel import GuardedKernel, derived_guard, is_triton_kernel, python_function
 from stridecheck.guard.spec_check import Reporter, generate_kernel_check, generate_wrapper
 from stridecheck.guard.spec import StrideGuardError, Tensor, build_contract, callable_name, stride
 
@@ -149,97 +150,21 @@ def guard_mode() -> str:
     raise ValueError(f"STRIDECHECK_GUARD must be 0, 1 or warn, got {value!r}")
 
 
-def _is_triton_kernel(obj) -> bool:
-    # No triton import: a JITFunction / Autotuner / Heuristics is a triton object that launches
-    # through `obj[grid](...)` and has `run`.
-    mod = type(obj).__module__ or ""
-    return mod.startswith("triton") and hasattr(obj, "run") and hasattr(type(obj), "__getitem__")
-
-
-def _python_function(kernel):
-    """The plain Python function under a (possibly autotuned) Triton kernel."""
-    fn = kernel
-    for _ in range(16):
-        inner = getattr(fn, "fn", None)
-        if inner is None:
-            break
-        fn = inner
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise StrideGuardError(f"stride_guard: cannot find the Python function under {kernel!r}")
-    return fn
-
-
-class GuardedKernel:
-    """A Triton kernel whose launches are checked first; launches like the kernel.
-
-    ``k[grid](*args, **kwargs)`` runs the contract's checks on the launch arguments, then
-    ``kernel[grid](*args, **kwargs)``. ``k.run(*args, grid=..., **kwargs)`` is checked too.
-    Every other attribute (``fn``, ``cache``, ``arg_names``, ``warmup``...) is the kernel's.
-    ``k.contract`` is the contract checked, ``k.kernel`` the wrapped kernel (a guarded kernel,
-    when guards are stacked). It pickles and deep-copies by reference (module and name), as a
-    function does.
-    """
-
-    def __init__(self, kernel, contract, check, source: str) -> None:
-        self.kernel = kernel
-        self.contract = contract
-        self._check = check
-        self._source = source
-        functools.update_wrapper(self, _python_function(kernel), updated=())
-
-    def __getitem__(self, grid):
-        check, kernel = self._check, self.kernel
-
-        # What triton's own `kernel[grid]` returns, with the check in front (a closure: the
-        # cheapest callable to build and to call, once per launch). The launch itself stays
-        # spelled `kernel[grid](...)`: that is the form torch.compile recognises as a Triton
-        # launch (calling `kernel.run` would make dynamo trace into Triton's launcher).
-        def launch(*args, **kwargs):
-            check(*args, **kwargs)
-            return kernel[grid](*args, **kwargs)
-
-        return launch
-
-    def run(self, *args, **kwargs):
-        self._check(*args, **{k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
-        return self.kernel.run(*args, **kwargs)
-
-    def __getattr__(self, name):
-        # Only reached for attributes not found on the wrapper: forward to the kernel. Read
-        # through __dict__ so that a half-built object (copy, unpickling) fails cleanly.
-        kernel = self.__dict__.get("kernel")
-        if kernel is None:
-            raise AttributeError(name)
-        return getattr(kernel, name)
-
-    def __repr__(self) -> str:
-        return f"<stride_guard of {self.kernel!r}>"
-
-    def __reduce__(self):
-        # Pickled (and deep-copied) by reference, as a function is: the guard of a module-level
-        # kernel is found again under its module and name. Its parts (the generated check, a
-        # Triton kernel) do not pickle by value.
-        return self.__qualname__
-
-
 def _wrap(obj, specs: dict, writes, mode: str):
     if isinstance(obj, (staticmethod, classmethod)):
         # Guard the function inside and keep the binding: a bare function in a class body would
         # become an instance method and be handed `self` as its first argument.
         return type(obj)(_wrap(obj.__func__, specs, writes, mode))
-    if _is_triton_kernel(obj) or isinstance(obj, GuardedKernel):
+    if is_triton_kernel(obj) or isinstance(obj, GuardedKernel):
         # A GuardedKernel launches like a kernel: guarding it again chains both checks.
-        pyfn = _python_function(obj)
         if specs:
+            pyfn = python_function(obj)
             contract = build_contract(pyfn, specs, writes)
             check, src = generate_kernel_check(pyfn, contract, Reporter(contract, mode))
         else:
-            from stridecheck.guard.derive import derive_contract, derived_reporter, generate_derived_check
-
             if writes:
                 raise StrideGuardError("stride_guard: writes= needs specs; a derived contract finds the stores itself")
-            contract = derive_contract(obj, pyfn)
-            check, src = generate_derived_check(pyfn, contract, derived_reporter(contract, mode))
+            contract, check, src = derived_guard(obj, mode)
         return GuardedKernel(obj, contract, check, src)
     if not callable(obj):
         raise StrideGuardError(f"stride_guard: can only wrap a function or a Triton kernel, got {obj!r}")
@@ -257,9 +182,9 @@ def _wrap(obj, specs: dict, writes, mode: str):
     wrapper.__stride_contract__ = contract
     wrapper.__stride_guard_source__ = src
     if not inspect.iscoroutinefunction(wrapper):  # torch.compile does not trace coroutines
-        from stridecheck.guard.traced import provide_traced
+        from stridecheck.guard.traced import provide_traced, spec_standin
 
-        provide_traced(wrapper, contract, reporter)
+        provide_traced(wrapper, lambda: spec_standin(wrapper, contract, reporter), contract.func_name)
     return wrapper
 
 

@@ -239,18 +239,24 @@ def explain(contract: Contract, values: dict) -> list[Violation]:
                 Violation(
                     (rule.name, "overlap"),
                     f"{fn}: {rule.name} is written but two of its elements share memory: {why}; concurrent programs "
-                    f"would race on the same address — pass a tensor that owns its memory ({rule.name}.clone(), "
-                    f"or torch.empty(...))",
+                    f"would race on the same address — allocate {rule.name} with torch.empty(...) so that each element "
+                    f"has memory of its own",
                 )
             )
         if not empty and rule.inner_stride is not None and nd >= 1 and shape[-1] > 1 and strides[-1] != rule.inner_stride:
+            # A written tensor's copy would take the kernel's writes: never advise one for it.
+            fix = (
+                f"allocate {rule.name} with unit inner stride (torch.empty(...)) and copy the result where it belongs "
+                f"after the launch"
+                if rule.writes
+                else f"pass {rule.name}.contiguous() (or a view with unit inner stride)"
+            )
             out.append(
                 Violation(
                     (rule.name, "inner_stride"),
                     f"{fn}: {rule.name} dim {nd - 1} (the last) has stride {strides[-1]} but must have stride "
-                    f"{rule.inner_stride}: the kernel addresses it as `ptr + offs`; pass {rule.name}.contiguous() "
-                    f"(or a view with unit inner stride), or declare Tensor(..., inner_stride=None) if the kernel "
-                    f"steps that dim by its stride",
+                    f"{rule.inner_stride}: the kernel addresses it as `ptr + offs`; {fix}, or declare "
+                    f"Tensor(..., inner_stride=None) if the kernel steps that dim by its stride",
                 )
             )
         for d, (sz, st) in enumerate(zip(shape, strides)):

@@ -29,25 +29,33 @@ _lock = threading.Lock()
 _hook = None
 
 
-def _register(wrapper, contract, reporter) -> None:
-    import torch
-
+def spec_standin(wrapper, contract, reporter):
+    """The stand-in of a spec-guarded function (None in warn mode: warnings cannot be logged
+    from inside a graph, so dynamo traces the eager checks)."""
     if reporter.mode == "warn":
-        return  # warnings cannot be logged from inside a graph: dynamo traces the eager checks
+        return None
     traced, src = generate_traced(wrapper.__wrapped__, contract)
     wrapper.__stride_guard_traced_source__ = src
-    torch.compiler.substitute_in_graph(wrapper, skip_signature_check=True)(traced)
+    return traced
 
 
-def _register_quietly(*item) -> None:
+def _register(target, build, name: str) -> None:
+    import torch
+
+    standin = build()
+    if standin is not None:
+        torch.compiler.substitute_in_graph(target, skip_signature_check=True)(standin)
+
+
+def _register_quietly(target, build, name: str) -> None:
     # The stand-in is an optimisation for tracing; failing to build or register it must never
     # break an import of torch._dynamo or the decoration itself (eager checks still run).
     try:
-        _register(*item)
+        _register(target, build, name)
     except Exception as exc:  # noqa: BLE001
         from stridecheck.guard.spec_check import log
 
-        log.warning("stride_guard: no torch.compile stand-in for %s: %s", item[1].func_name, exc)
+        log.warning("stride_guard: no torch.compile stand-in for %s: %s", name, exc)
 
 
 def _drain() -> None:
@@ -89,14 +97,15 @@ def _remove_hook() -> None:
     _hook = None
 
 
-def provide_traced(wrapper, contract, reporter) -> None:
-    """Register ``wrapper``'s torch.compile stand-in now, or as soon as dynamo is imported."""
+def provide_traced(target, build, name: str) -> None:
+    """Register ``build()`` (a function, or None for none) as what dynamo traces in place of
+    ``target``: now, or as soon as dynamo is imported."""
     global _hook
     if "torch._dynamo" in sys.modules:
-        _register_quietly(wrapper, contract, reporter)
+        _register_quietly(target, build, name)
         return
     with _lock:
-        _pending.append((wrapper, contract, reporter))
+        _pending.append((target, build, name))
         if _hook is None:
             _hook = _DynamoImportHook()
             sys.meta_path.insert(0, _hook)
