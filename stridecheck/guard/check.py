@@ -114,9 +114,21 @@ def check_launch(contract, values: dict, alternatives: tuple = ()) -> tuple[Viol
     return tuple(first)
 
 
+def _step_users(contract) -> dict[str, set[str]]:
+    """Per parameter, the pointers whose steps read it."""
+    users: dict[str, set[str]] = {}
+    for plan in contract.pointers:
+        for acc in plan.accesses:
+            for t in acc.terms:
+                for n in t.names:
+                    users.setdefault(n, set()).add(plan.name)
+    return users
+
+
 def _check_env(contract, env: dict) -> list[Violation]:
     fn = contract.func_name
     out: list[Violation] = []
+    users = _step_users(contract)
     device = None
     for plan in contract.pointers:
         p = plan.name
@@ -174,7 +186,7 @@ def _check_env(contract, env: dict) -> list[Violation]:
             problem = judge(items, shape, strides, packable)
             if problem is not None:
                 written = any(a.writes for a in live)
-                out.append(_violation(fn, p, acc, problem, shape, strides, written, env))
+                out.append(_violation(fn, p, acc, problem, shape, strides, written, users))
     return out
 
 
@@ -182,7 +194,7 @@ def _device(fn, p, dev, first) -> Violation:
     return Violation((p, "device"), f"{fn}: {p} is on {dev} but {first[1]} is on {first[0]}; move all tensors to one device")
 
 
-def _violation(fn, p, acc, prob: Problem, shape, strides, written: bool, env) -> Violation:
+def _violation(fn, p, acc, prob: Problem, shape, strides, written: bool, users: dict) -> Violation:
     where = f"line {acc.line}"
     it = prob.item
     key = (p, prob.kind, acc.line, it.text if it else None)
@@ -250,7 +262,12 @@ def _violation(fn, p, acc, prob: Problem, shape, strides, written: bool, env) ->
         )
     d, s = prob.dim, prob.at
     single = it.kind == "stride" and it.step.isidentifier()
-    if single:
+    others = sorted(users.get(it.step, set()) - {p}) if single else []
+    if others:
+        # The argument steps another tensor too (V addressed with Q's strides): the kernel
+        # needs a stride argument of p's own, whatever value this one gets.
+        fix = f"{it.step} also steps {', '.join(others)}: step {p} by a stride argument of its own ({p}.stride({d}) = {s})"
+    elif single:
         fix = f"pass {p}.stride({d}) = {s} as {it.step}"
     else:
         fix = f"a logical size used as a stride — pass {p}.stride({d}) to the kernel and step by it"

@@ -274,6 +274,8 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
     tiles = _tiles(model)
     pointers: dict[str, PointerPlan] = {}
     for acc in model.accesses:
+        if acc.pointer is None:
+            acc = _with_base(acc, params)
         if acc.pointer is None or acc.pointer not in params:
             continue
         if acc.op not in ("load", "store", "atomic", "block_ptr", "descriptor"):
@@ -292,6 +294,29 @@ def plan_pointers(model, params: list[str]) -> list[PointerPlan]:
         if p.accesses:
             out.append(p)
     return out
+
+
+def _with_base(acc, params: list[str]):
+    """An access whose base pointer the model did not name (``V + h * stride_vh + ...`` with a
+    one-letter pointer it took for a size): the one term that is a bare parameter at index 1 is
+    the base. Returns a copy with that pointer and without that term, or ``acc`` unchanged."""
+    import dataclasses
+
+    bases = [
+        k
+        for k, t in enumerate(acc.terms)
+        if t.index.text == "1" and not t.index.sources & _VARIES and t.step.text.strip() in params
+        and t.step.text.strip().isidentifier()
+    ]
+    if len(bases) != 1 or acc.op not in ("load", "store", "atomic"):
+        return acc
+    k = bases[0]
+    terms = [t for j, t in enumerate(acc.terms) if j != k]
+    reach = acc.mask_bound_reach
+    if reach is not None:
+        shift = lambda ix: tuple(i - (i > k) for i in ix if i != k)  # noqa: E731 - indices after the removed term move down
+        reach = tuple((p, shift(r), shift(w)) for p, r, w in reach)
+    return dataclasses.replace(acc, pointer=acc.terms[k].step.text.strip(), terms=terms, mask_bound_reach=reach)
 
 
 def descriptor_params(source: str, line: int, name: str, params: list[str]) -> dict[str, bool]:

@@ -385,23 +385,27 @@ def _provide_standin(check, contract, reporter, ns) -> None:
             return found[0].message if found else ""
 
         def ints(xs):
-            return tuple(guard_scalar(x) for x in xs)
+            return tuple([guard_scalar(x) for x in xs])
+
+        # Plain data only: dynamo wraps what the stand-in's closure holds.
+        params = tuple(contract.params)
+        names = tuple(reads)
+        kinds = {name: plan.descriptor for name, plan in pointers.items()}
 
         def standin(*args, **kwargs):
-            bound = dict(zip(contract.params, args))
+            bound = dict(zip(params, args))
             bound.update(kwargs)
             key = []
-            for name in reads:
+            for name in names:
                 v = bound.get(name)
-                plan = pointers.get(name)
-                if plan is not None and v is not None:
-                    if plan.descriptor:
+                if name in kinds and v is not None:
+                    if kinds[name]:
                         b = v.base
                         v = (ints(b.shape), ints(b.stride()), b.device, ints(v.shape), ints(v.strides))
                     else:
                         v = (ints(v.shape), ints(v.stride()), v.device)
-                elif isinstance(v, torch.SymInt):
-                    v = guard_scalar(v)
+                elif isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool):
+                    v = guard_scalar(v)  # a traced int is symbolic under dynamic=True
                 key.append((name, v))
             message = verdict(tuple(key))
             if message:
