@@ -352,9 +352,17 @@ class DerivedReporter:
         self.warned: set = set()
         self._lock = threading.Lock()
 
-    def __call__(self, violations) -> None:
+    full = None  # the launch's check_launch, set by the generated check (see kernel.py)
+
+    def __call__(self, violations, values: dict | None = None) -> None:
         if not violations:
             return
+        if self.mode == "warn" and all(v.key in self.warned for v in violations):
+            return  # each logged once already: nothing to word again
+        if values is not None and self.full is not None:
+            # A verdict read back from the table words the layout it was first given; the
+            # messages are this launch's (a contiguous tensor's size-1 strides may differ).
+            violations = self.full(dict(values)) or violations
         if self.mode == "warn":
             warn_once(self, list(violations))
             return

@@ -3,9 +3,11 @@
 The per-launch check is Python source written once per kernel (``_sg_check``, with the
 kernel's own signature), in three steps:
 
-1. **The signature.** It reads, for every tensor the contract judges, ``.shape``, ``.stride()``
-   (and ``.device`` when there are two or more), and the value of every other parameter a check
-   reads (steps, store bounds, branch conditions; constexprs included), into one tuple.
+1. **The signature.** It reads, for every tensor the contract judges, ``.shape``, its strides
+   (``True`` for a contiguous tensor: no check reads what sets such a tensor apart from another
+   of its shape, the strides of its size-1 dims) and ``.device`` when there are two or more, and
+   the value of every other parameter a check reads (steps, store bounds, branch conditions;
+   constexprs included), into one tuple.
 2. **The table.** That tuple keys a dict of verdicts (a verdict is a tuple of violations, empty
    for a valid launch). A repeated signature costs the reads and one dict lookup.
 3. **A new signature** first runs a straight-line test that can only accept: each step of each
@@ -198,10 +200,12 @@ def _key_parts(contract) -> tuple[list[str], list[str]]:
             lines.append(f"    {d} = {b}.device" if multi else f"    {d} = None")
             parts += [s, t, f"_sg_ds{i}", f"_sg_dt{i}"] + ([d] if multi else [])
         else:
+            # A contiguous tensor's strides follow from its shape (but for size-1 dims, whose
+            # strides no check reads): `is_contiguous()` is a flag read, `stride()` builds a tuple.
             lines.append(f"if {name} is None or {name} is _sg_M: {s} = {t} = {d} = None")
             lines.append("else:")
             lines.append(f"    {s} = {name}.shape")
-            lines.append(f"    {t} = {name}.stride()")
+            lines.append(f"    {t} = {name}.is_contiguous() or {name}.stride()")
             if multi:
                 lines.append(f"    {d} = {name}.device")
             parts += [s, t] + ([d] if multi else [])
@@ -234,7 +238,7 @@ def _quick_lines(contract, ns: dict) -> list[str]:
         plan = pointers[name]
         s, t, d = f"_sg_s{i}", f"_sg_t{i}", f"_sg_v{i}"
         lines.append(f"if {s} is not None:")
-        body = []
+        body = [] if plan.descriptor else [f"{t} = {name}.stride()"]
         if multi:
             body.append(f"if _sg_dev is None: _sg_dev = {d}")
             body.append(f"elif {d} != _sg_dev: raise _sg_Flag")
@@ -290,13 +294,14 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
     """The per-launch check of a derived contract (see the module docstring): a function taking
     a launch's arguments (and launch options) that returns None or raises / warns."""
     configs, heuristics = _launch_sources(kernel)
+    reporter.full = _full_check(contract, configs, heuristics)
     ns: dict = {
         **BUILTINS,
         "_sg_Flag": _Flag,
         "_sg_overlaps": overlaps,
         "_sg_tuple": tuple,
         "_sg_report": reporter,
-        "_sg_full": _full_check(contract, configs, heuristics),
+        "_sg_full": reporter.full,
         "_sg_table": {},
         "_sg_size": TABLE_SIZE,
     }
@@ -332,7 +337,7 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         "            if _sg_len(_sg_table) >= _sg_size: _sg_table.clear()",
         "            _sg_table[_sg_k] = _sg_v",
         "    if _sg_v:",
-        "        _sg_report(_sg_v)",
+        f"        _sg_report(_sg_v, {every})",
     ]
     src = "\n".join([f"def _sg_check({sig}):", *body, ""])
     check = _compile(src, ns, "_sg_check", contract.func_name)
