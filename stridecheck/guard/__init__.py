@@ -105,15 +105,19 @@ Triton kernels
 ``@triton.heuristics`` kernel) returns a :class:`GuardedKernel`: ``k[grid](...)`` checks the
 launch's arguments, then launches; other attributes are forwarded to the kernel. Bare
 ``@stride_guard`` on a kernel derives the contract from the kernel's source through the
-linter's access model, once per kernel (see :mod:`stridecheck.guard.derive` for how an
-address's terms are assigned to the tensor's dimensions): every stride argument must be the
-stride of a dimension of the tensor it steps, a size that steps a dimension (``col *
-vocab_size``) must equal that dimension's stride, a pointer addressed ``+ offs`` needs unit
-inner stride, a store masked by ``offs < n`` must fit the written tensor, written tensors must
-not overlap, and all tensors share a device. A guarded kernel launched inside
-``torch.compile`` (``fullgraph=True`` too) is checked while tracing and launched as the kernel
-itself. It cannot be called from inside another ``@triton.jit`` function: guard the kernel you
-launch.
+linter's access model, once per kernel (:mod:`stridecheck.guard.derive`): every step of every
+address — a stride argument, a product of sizes (``col * vocab_size``), a ``tl.constexpr``
+stride, a host ``TensorDescriptor``'s strides, a block pointer's ``strides=`` — must reach the
+elements of the tensor it steps as the tensor's own strides do, however the address groups its
+dims (:mod:`stridecheck.guard.layout`); a pointer addressed ``+ offs`` walks a dim of stride 1; a
+store masked by ``offs < n`` must fit; written tensors must not overlap; all tensors share a
+device. Code under a branch the launch makes false (a constexpr, a ``None`` argument, the
+autotuner's config, a heuristic's value) is not judged, as Triton compiles it away. A refusal
+names an index whose address differs, or a width that is too small. Verdicts are kept per layout
+signature (:mod:`stridecheck.guard.kernel`): a repeated layout costs a lookup. A guarded kernel
+launched inside ``torch.compile`` (``fullgraph=True`` too) is checked while tracing and launched
+as the kernel itself. It cannot be called from inside another ``@triton.jit`` function: guard
+the kernel you launch.
 
 torch is never imported by this module; tensors are only read through their attributes.
 """

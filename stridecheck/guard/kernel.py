@@ -179,36 +179,43 @@ def _signature(pyfn, ns: dict) -> str:
     return ", ".join(out)
 
 
-def _key_parts(contract) -> tuple[list[str], list[str]]:
-    """(statements reading the tensors, elements of the key tuple)."""
+def _key_parts(contract) -> tuple[list[str], list[str], list[str]]:
+    """(statements reading the tensors when every one is there, the same allowing for ``None``
+    or missing ones, elements of the key tuple)."""
     reads = contract.reads()
     pointers = {p.name: p for p in contract.pointers}
     multi = len(pointers) > 1
-    lines, parts = [], []
+    fast, guarded, parts = [], [], []
+    devices = []
     for i, name in enumerate(n for n in reads if n in pointers):
         plan = pointers[name]
         s, t, d = f"_sg_s{i}", f"_sg_t{i}", f"_sg_v{i}"
         if plan.descriptor:
             b = f"_sg_b{i}"
-            lines.append(f"if {name} is None or {name} is _sg_M: {b} = {s} = {t} = {d} = _sg_ds{i} = _sg_dt{i} = None")
-            lines.append("else:")
-            lines.append(f"    {b} = {name}.base")
-            lines.append(f"    {s} = {b}.shape")
-            lines.append(f"    {t} = {b}.stride()")
-            lines.append(f"    _sg_ds{i} = tuple({name}.shape)")
-            lines.append(f"    _sg_dt{i} = tuple({name}.strides)")
-            lines.append(f"    {d} = {b}.device" if multi else f"    {d} = None")
-            parts += [s, t, f"_sg_ds{i}", f"_sg_dt{i}"] + ([d] if multi else [])
+            body = [
+                f"{b} = {name}.base",
+                f"{s} = {b}.shape",
+                f"{t} = {b}.stride()",
+                f"_sg_ds{i} = tuple({name}.shape)",
+                f"_sg_dt{i} = tuple({name}.strides)",
+                f"{d} = {b}.device",
+            ]
+            none = f"{b} = {s} = {t} = {d} = _sg_ds{i} = _sg_dt{i} = None"
+            parts += [s, t, f"_sg_ds{i}", f"_sg_dt{i}"]
         else:
             # A contiguous tensor's strides follow from its shape (but for size-1 dims, whose
             # strides no check reads): `is_contiguous()` is a flag read, `stride()` builds a tuple.
-            lines.append(f"if {name} is None or {name} is _sg_M: {s} = {t} = {d} = None")
-            lines.append("else:")
-            lines.append(f"    {s} = {name}.shape")
-            lines.append(f"    {t} = {name}.is_contiguous() or {name}.stride()")
+            body = [f"{s} = {name}.shape", f"{t} = {name}.is_contiguous() or {name}.stride()"]
             if multi:
-                lines.append(f"    {d} = {name}.device")
-            parts += [s, t] + ([d] if multi else [])
+                body.append(f"{d} = {name}.device")
+            none = f"{s} = {t} = {d} = None"
+            parts += [s, t]
+        fast += body
+        guarded += [f"if {name} is None or {name} is _sg_M: {none}", "else:", *("    " + x for x in body)]
+        devices.append(d)
+    if multi and len(devices) > 1:
+        # Whether all tensors share a device is what a check reads, not which device it is.
+        parts.append(" and ".join(f"{devices[0]} == {d}" for d in devices[1:]))
     for name in reads:
         if name in pointers:
             continue
@@ -220,7 +227,7 @@ def _key_parts(contract) -> tuple[list[str], list[str]]:
             parts.append(f"{name} is None")  # a tensor whose presence decides a branch
         else:
             parts.append(name)
-    return lines, parts
+    return fast, guarded, parts
 
 
 def _quick_lines(contract, ns: dict) -> list[str]:
@@ -310,12 +317,14 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
     if not contract.pointers:
         src = f"def _sg_check({sig}):\n    return None\n"
         return _compile(src, ns, "_sg_check", contract.func_name), src
-    reads, parts = _key_parts(contract)
+    fast, guarded, parts = _key_parts(contract)
     # A heuristic computes its value from arguments the key does not hold: no table then.
     tabled = not (set(heuristics) & set(contract.reads()))
     quick = _quick_lines(contract, ns)
-    body = ["    try:"]
-    body += ["        " + x for x in reads]
+    body = ["    try:", "        try:"]
+    body += ["            " + x for x in fast]
+    body += ["        except Exception:"]  # a None (or missing) tensor: read what is there
+    body += ["            " + x for x in guarded]
     if tabled:
         body.append("        _sg_k = (" + ", ".join(parts) + ",)")
         body.append("        _sg_v = _sg_table.get(_sg_k, _sg_M)")
