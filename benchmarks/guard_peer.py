@@ -2,8 +2,8 @@
 still refuse a bad one, and what does it add to a launch?
 
 The library's op tests run three ways through ``guard_peer_plugin`` (the guard on every Triton
-kernel the library launches): guard off (the baseline), ``raise`` and ``warn``. A test that
-passes in the baseline and fails in raise mode with a ``StrideGuardError`` is a valid launch
+kernel the library launches): guard off (the baseline), ``raise`` and ``warn`` (a sample). A test
+that passes in the baseline and fails in raise mode with a ``StrideGuardError`` is a valid launch
 refused; warn mode must log nothing for those tests. A planted bad launch (a library kernel handed
 a row-padded tensor with another tensor's row stride) must be refused, and its valid twin
 launched. The cost is timed on the library's own launches (repeated layout), plain
@@ -11,12 +11,14 @@ launched. The cost is timed on the library's own launches (repeated layout), pla
 
     python benchmarks/guard_peer.py all --library liger --root .peer/liger \\
         --tests test/transformers --workers 14 --cap "default=40" --record
-    python benchmarks/guard_peer.py all --library flag_gems ... --interpret   # CPU, TRITON_INTERPRET=1
+    python benchmarks/guard_peer.py all --library attorch --root .peer/attorch --cap "default=60" --record
 
 ``--record`` writes ``benchmarks/results/guard_peer.{json,md}`` (a run of another library already
 recorded there is kept) and appends a line to ``benchmarks/results/history.jsonl``.
-Libraries: ``liger`` (Liger-Kernel, its ``test/transformers`` op tests) and ``flag_gems``
-(FlagGems, its ``tests/``); ``--prefix`` names another package's kernels.
+Libraries: ``liger`` (Liger-Kernel, its ``test/transformers`` op tests) and ``attorch`` (PyTorch
+layers in Triton, its ``tests/`` with ``--subset``); ``--prefix`` names another package's kernels.
+"Tests compared" are those the baseline passed that raise mode ran; "with launches" those of them
+that launched a guarded kernel; warn mode runs every ``--warn-every``'th of them.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
 LIBRARIES = {
-    "liger": {"prefix": "liger_kernel", "name": "Liger-Kernel", "src": "src", "tests": "test/transformers"},
-    "flag_gems": {"prefix": "flag_gems", "name": "FlagGems", "src": "src", "tests": "tests"},
+    "liger": {"prefix": "liger_kernel", "name": "Liger-Kernel", "src": "src", "tests": "test/transformers", "args": []},
+    # attorch's tests take --subset: its small set of shapes (the others return at once).
+    "attorch": {"prefix": "attorch", "name": "attorch", "src": ".", "tests": "tests", "args": ["--subset"]},
 }
 
 
@@ -64,6 +67,7 @@ def _env(args, mode: str, out: Path, allow: Path | None = None) -> dict:
         env["GUARD_PEER_ALLOW"] = str(allow)
     if args.interpret:
         env["TRITON_INTERPRET"] = "1"
+        env["GUARD_PEER_CPU"] = "1"
     return env
 
 
@@ -72,7 +76,7 @@ def _pytest(args, mode: str, out: Path, workers: int, allow: Path | None = None)
     cmd = [
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:stridecheck", "-p", "guard_peer_plugin",
         "-o", "addopts=", "--timeout", str(args.timeout), *(["-n", str(workers)] if workers > 1 else []),
-        *args.test_paths,
+        *LIBRARIES[args.library]["args"], *args.test_paths,
     ]
     log = open(out / "pytest.log", "w")
     return subprocess.Popen(cmd, cwd=args.root, env=_env(args, mode, out, allow), stdout=log, stderr=subprocess.STDOUT)
@@ -87,9 +91,16 @@ def run_suites(args, work: Path) -> dict:
     passed = [r["test"] for r in _read(work / "off" / "outcomes.jsonl") if r["outcome"] == "passed"]
     allow = work / "allow.txt"
     allow.write_text("\n".join(passed) + "\n")
+    # Warn mode runs every --warn-every'th of them (it must log nothing where raise refuses
+    # nothing; its own point is that a warned launch still runs), on a share of the workers.
+    sample = work / "allow-warn.txt"
+    sample.write_text("\n".join(passed[:: args.warn_every]) + "\n")
     t1 = time.time()
-    half = max(1, args.workers // 2)
-    procs = [_pytest(args, m, work / m, half, allow) for m in ("raise", "warn")]
+    warn_workers = max(1, round(args.workers / (args.warn_every + 1)))
+    procs = [
+        _pytest(args, "raise", work / "raise", max(1, args.workers - warn_workers), allow),
+        _pytest(args, "warn", work / "warn", warn_workers, sample),
+    ]
     for p in procs:
         p.wait()
     return {"baseline_s": round(t1 - t0, 1), "guarded_s": round(time.time() - t1, 1), "baseline_passed": len(passed)}
@@ -100,13 +111,14 @@ def compare(work: Path) -> dict:
     base = {r["test"]: r for r in _read(work / "off" / "outcomes.jsonl")}
     passed = {t for t, r in base.items() if r["outcome"] == "passed"}
     modes = {m: {r["test"]: r for r in _read(work / m / "outcomes.jsonl")} for m in ("raise", "warn")}
-    compared = passed & set(modes["raise"]) & set(modes["warn"])
+    compared = passed & set(modes["raise"])
     refusals = {m: [r for p in sorted((work / m).glob("refusals-*.jsonl")) for r in _read(p)] for m in ("raise", "warn")}
     refused_tests = sorted({r["test"] for r in refusals["raise"] if r.get("refused")} & compared)
+    launched = {r["test"] for p in sorted((work / "raise").glob("launched-*.jsonl")) for r in _read(p) if r["launches"]}
     crashed = sorted({r["test"] for m in refusals for r in refusals[m] if not r.get("refused")})
     other_failures = sorted(
         t for t in compared for m in ("raise", "warn")
-        if modes[m][t]["outcome"] != "passed" and t not in refused_tests
+        if t in modes[m] and modes[m][t]["outcome"] != "passed" and t not in refused_tests
     )
     kernels: dict[str, dict] = {}
     for m in ("raise", "warn"):
@@ -119,10 +131,12 @@ def compare(work: Path) -> dict:
                         e[f] = k[f]
     return {
         "tests_compared": len(compared),
+        "tests_with_launches": len(compared & launched),
         "valid_refused": len(refused_tests),
         "refused_tests": refused_tests,
         "refusal_messages": sorted({r["message"][:400] for r in refusals["raise"] if r.get("refused")}),
         "warnings_logged": len([r for r in refusals["warn"] if r.get("refused")]),
+        "warn_tests": len(passed & set(modes["warn"])),
         "guard_crashes": crashed,
         "other_differences": other_failures,
         "baseline_outcomes": {o: sum(1 for r in base.values() if r["outcome"] == o) for o in sorted({r["outcome"] for r in base.values()})},
@@ -140,6 +154,7 @@ def planted(args) -> dict:
     row-padded input stepped by the output's row stride: the first must launch, the second be
     refused before launching."""
     os.environ["GUARD_PEER_MODE"] = "raise"
+    os.environ["GUARD_PEER_PREFIX"] = args.prefix or LIBRARIES[args.library]["prefix"]
     import guard_peer_plugin  # noqa: F401 - installs the patch
     import torch
 
@@ -176,22 +191,16 @@ def _planted_kernel(library: str):
             k[(a.shape[0],)](a, b, c, stride, 1.0, n_cols=256, BLOCK_SIZE=256)
 
         return _swiglu_forward_kernel, launch
-    if library == "flag_gems":
-        from flag_gems.ops.rms_norm import rms_norm_kernel
+    if library == "attorch":
+        import triton
+        from attorch.softmax_kernels import softmax_forward_kernel
 
         def launch(k, a, b, c, stride):
-            w = torch_ones_like_row(a)
-            inv = a.new_empty(a.shape[0])
-            k[(a.shape[0],)](c, inv, a, w, stride, stride, 256, 1e-5, BLOCK_SIZE=256)
+            grid = lambda meta: (triton.cdiv(a.shape[0], meta["BLOCK_SIZE_BATCH"]),)  # noqa: E731 - triton's grid form
+            k[grid](a, c, a.shape[0], a.shape[1], stride, 1, c.stride(0), 1, neg=False, log=False)
 
-        return rms_norm_kernel, launch
+        return softmax_forward_kernel, launch
     raise SystemExit(f"no planted launch for {library}")
-
-
-def torch_ones_like_row(a):
-    import torch
-
-    return torch.ones(a.shape[1], device=a.device, dtype=a.dtype)
 
 
 # ----------------------------------------------------------------------------- cost
@@ -386,17 +395,16 @@ def _ops(library: str, dev: str) -> dict:
             LigerGroupNormFunction.apply(x, w, b, 32, 4, 1e-6).sum().backward()
 
         return {f.__name__: f for f in (rms_norm, swiglu, geglu, layer_norm, cross_entropy, kl_div, rope, group_norm)}
-    if library == "flag_gems":
-        def flag_ops():
-            import flag_gems
+    if library == "attorch":
+        def attorch_ops():
+            import attorch
 
-            x = torch.randn(16, 1024, device=dev)
-            with flag_gems.use_gems():
-                torch.nn.functional.silu(x)
-                torch.softmax(x, -1)
-                torch.nn.functional.layer_norm(x, (1024,))
+            x = torch.randn(16, 1024, device=dev, requires_grad=True)
+            attorch.Softmax()(x).sum().backward()
+            attorch.LayerNorm(1024).to(dev)(x).sum().backward()
+            attorch.GELU()(x).sum().backward()
 
-        return {"flag_ops": flag_ops}
+        return {"attorch_ops": attorch_ops}
     return {}
 
 
@@ -495,14 +503,15 @@ def markdown(out: dict) -> str:
         "(`benchmarks/guard_peer.py`). A valid launch refused is a test that passes unguarded and fails in raise "
         "mode with a `StrideGuardError`.",
         "",
-        "| library | commit | where | date | versions | tests compared | valid refused | warnings | planted bad launch |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| library | commit | where | date | versions | tests compared | with guarded launches | valid refused | warnings (tests in warn mode) | planted bad launch |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in out["runs"]:
         v = r.get("versions", {})
         lines.append(
             f"| {r['library']} | {r['commit']} | {r.get('device', '?')} | {r.get('date', '?')} | torch {v.get('torch')}, "
-            f"triton {v.get('triton')} | {r['tests_compared']} | {r['valid_refused']} | {r.get('warnings_logged', '?')} | "
+            f"triton {v.get('triton')} | {r['tests_compared']} | {r.get('tests_with_launches', '?')} | {r['valid_refused']} | "
+            f"{r.get('warnings_logged', '?')} ({r.get('warn_tests', '?')}) | "
             f"{'refused' if r['planted_refused'] else 'NOT refused'} |"
         )
     cost = out.get("cost")
@@ -539,6 +548,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=14)
     ap.add_argument("--cap", default="", help='at most N tests per file: "default=40;test_x.py=8"')
     ap.add_argument("--timeout", type=int, default=300, help="seconds per test")
+    ap.add_argument("--warn-every", type=int, default=3, help="warn mode runs every Nth test the baseline passed")
     ap.add_argument("--interpret", action="store_true", help="TRITON_INTERPRET=1 (a CPU machine)")
     ap.add_argument("--work", default="", help="folder for the records (default: a fresh one under /tmp)")
     ap.add_argument("--number", type=int, default=200)
@@ -588,9 +598,11 @@ def main(argv=None) -> int:
         "library": LIBRARIES[args.library]["name"],
         "commit": args.commit,
         "tests_compared": result["tests_compared"],
+        "tests_with_launches": result["tests_with_launches"],
         "valid_refused": result["valid_refused"],
         "planted_refused": planted_res.get("planted") == "refused" and planted_res.get("valid_launch") == "launched",
         "warnings_logged": result["warnings_logged"],
+        "warn_tests": result["warn_tests"],
         "device": meta["device"],
         "date": meta["date"][:10],
         "versions": versions(),
@@ -598,7 +610,7 @@ def main(argv=None) -> int:
         "suite_seconds": {"baseline": timing.get("baseline_s"), "raise_and_warn": timing.get("guarded_s")},
         "notes": args.note,
     }
-    summary = {k: result[k] for k in ("tests_compared", "valid_refused", "warnings_logged", "guard_crashes", "other_differences",
+    summary = {k: result[k] for k in ("tests_compared", "tests_with_launches", "valid_refused", "warnings_logged", "warn_tests", "guard_crashes", "other_differences",
                                       "baseline_outcomes", "kernels_launched", "kernels_with_empty_contract", "derivation_errors")}
     summary["planted"] = planted_res
     summary["median_added_us"] = (result.get("cost") or {}).get("median_added_us")

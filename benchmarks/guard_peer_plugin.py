@@ -15,8 +15,9 @@ above ``@triton.jit`` takes, seeing what it would see. Device helpers are never 
 
 Records, JSON lines under ``GUARD_PEER_OUT``: ``outcomes.jsonl`` (one line per test, from the
 xdist controller or the only process), ``refusals-<worker>.jsonl`` (each refusal or warning:
-test, kernel, message, the launch's tensor layouts), ``kernels-<worker>.json`` (per kernel:
-launches, contract size, derivation errors). ``GUARD_PEER_ALLOW`` (a file of test ids) and
+test, kernel, message, the launch's tensor layouts), ``launched-<worker>.jsonl`` (per test, the
+guarded launches it made), ``kernels-<worker>.json`` (per kernel: launches, contract size,
+derivation errors). ``GUARD_PEER_ALLOW`` (a file of test ids) and
 ``GUARD_PEER_CAP`` (``"default=60;test_x.py=8"``: at most that many tests per file, taken evenly
 through its collection order) select the tests.
 """
@@ -34,6 +35,7 @@ PREFIX = os.environ.get("GUARD_PEER_PREFIX", "liger_kernel")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 _LOCK = threading.Lock()
 KERNELS: dict[str, dict] = {}
+LAUNCHES: dict[str, int] = {}  # test -> guarded launches it made (this process)
 _UNSET = object()
 
 
@@ -94,6 +96,8 @@ def _patched(run):
         check = _guard_of(self)
         if check is not None:
             KERNELS[_name(self)]["launches"] += 1
+            test = _test()
+            LAUNCHES[test] = LAUNCHES.get(test, 0) + 1
             launch = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
             try:
                 check(*args, **launch)
@@ -152,6 +156,22 @@ def dump() -> None:
             json.dump(list(KERNELS.values()), f)
 
 
+def cpu_shims() -> None:
+    """On a machine without CUDA (``GUARD_PEER_CPU=1``, running through TRITON_INTERPRET=1):
+    libraries that ask the device's compute capability while importing (attorch sizes its
+    pipeline stages by it) get an Ampere answer. Nothing the guard checks depends on it.
+    The interpreter has no timer for the autotuner: every config times the same, so the first
+    one is kept."""
+    import torch
+    import triton.runtime.autotuner as autotuner
+
+    if not torch.cuda.is_available():
+        torch.cuda.get_device_capability = lambda *a, **k: (8, 0)
+        autotuner.Autotuner._bench = lambda self, *a, **k: [1.0, 1.0, 1.0]
+
+
+if os.environ.get("GUARD_PEER_CPU") == "1":
+    cpu_shims()
 if __name__ != "__main__":
     install()
 
@@ -169,6 +189,15 @@ def _caps() -> dict[str, int]:
 
 
 def pytest_collection_modifyitems(session, config, items):
+    if os.environ.get("GUARD_PEER_CPU") == "1":
+        # Test helpers that default to device="cuda" make their tensors on the CPU instead.
+        import sys
+
+        for mod in list(sys.modules.values()):
+            for fn in vars(mod).values() if mod is not None and (getattr(mod, "__name__", "") or "").startswith("tests") else ():
+                d = getattr(fn, "__defaults__", None)
+                if d and "cuda" in d:
+                    fn.__defaults__ = tuple("cpu" if x == "cuda" else x for x in d)
     keep = list(items)
     allow = os.environ.get("GUARD_PEER_ALLOW")
     if allow and os.path.exists(allow):
@@ -213,6 +242,10 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_runtest_teardown(item, nextitem):
+    if MODE != "off":
+        n = sum(v for k, v in LAUNCHES.items() if k.startswith(item.nodeid))
+        _write(f"launched-{WORKER}.jsonl", {"test": item.nodeid, "launches": n})
+        LAUNCHES.clear()
     if nextitem is None:
         dump()
 
