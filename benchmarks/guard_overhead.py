@@ -288,7 +288,7 @@ def _derived_kernels():
     def _cache_rows(logits_ptr, logits_stride, pos_ptr, cache_ptr, cache_stride0, cache_stride1, n, BLOCK: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         offs = tl.arange(0, BLOCK)
-        p = tl.load(pos_ptr + row)
+        p = tl.load(pos_ptr + row).to(tl.int64)
         v = tl.load(logits_ptr + row * logits_stride + offs, mask=offs < n)
         tl.store(cache_ptr + row * cache_stride0 + p * cache_stride1 + offs, v, mask=offs < n)
 
@@ -297,8 +297,8 @@ def _derived_kernels():
                      cache_stride1, out_ptr, probs_ptr, probs_stride, n, BLOCK: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         offs = tl.arange(0, BLOCK)
-        p = tl.load(pos_ptr + row)
-        req = tl.load(idx_ptr + row)
+        p = tl.load(pos_ptr + row).to(tl.int64)
+        req = tl.load(idx_ptr + row).to(tl.int64)
         t = tl.load(temp_ptr + req) + tl.load(seed_ptr + req).to(tl.float32)
         v = tl.load(logits_ptr + row * logits_stride + offs, mask=offs < n) / t
         tl.store(cache_ptr + req * cache_stride0 + p * cache_stride1 + offs, v, mask=offs < n)

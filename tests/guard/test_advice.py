@@ -14,7 +14,7 @@ from stridecheck import Tensor, stride, stride_guard
 from stridecheck.guard.check import check_launch
 from stridecheck.guard.spec_check import explain
 from tests.guard.conftest import any_layout, refusal
-from tests.guard.test_derived_table import _KERNELS, _launches, _values
+from tests.guard.test_derived_table import _launches, _values
 
 
 def _copy_advised_wrongly(violations, tensors: dict, written: set) -> list[str]:
@@ -50,7 +50,7 @@ def test_spec_messages_never_advise_a_copy_of_a_written_or_contiguous_tensor(x, 
 
 @triton.jit
 def _row_max(logits_ptr, out_ptr, vocab, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     v = tl.load(logits_ptr + row * vocab + offs, mask=offs < vocab, other=float("-inf"))  # stridecheck: ignore[SC001]
     tl.store(out_ptr + row, tl.max(v, axis=0))

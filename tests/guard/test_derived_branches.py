@@ -16,7 +16,7 @@ from tests.guard.conftest import DEV, refusal
 @triton.jit
 def _modulate(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
               HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     mask = offs < n
     y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)
@@ -49,7 +49,7 @@ def test_the_same_dummy_under_a_true_branch_is_refused():
 
 @triton.jit
 def _maybe_bias(x_ptr, bias_ptr, bias_stride, y_ptr, n, ACT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     mask = offs < n
     v = tl.load(x_ptr + row * n + offs, mask=mask)  # stridecheck: ignore[SC001]
@@ -74,7 +74,7 @@ def test_a_none_argument_removes_its_branch():
 
 @triton.jit
 def _act_reads(x_ptr, x_stride, g_ptr, g_stride, y_ptr, n, ACT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     v = tl.load(x_ptr + row * x_stride + offs, mask=offs < n)
     if ACT == "gated":
@@ -97,7 +97,7 @@ def test_an_equality_test_on_a_constexpr_decides_the_branch():
 @triton.jit
 def _modulate_tuned(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
                     HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     mask = offs < n
     y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)
@@ -120,7 +120,7 @@ def test_the_autotuners_config_decides_a_branch():
 @triton.jit
 def _modulate_heuristic(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
                         HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     mask = offs < n
     y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)

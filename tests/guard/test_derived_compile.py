@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch._dynamo
 
 from stridecheck import stride_guard
 from tests.guard.test_kernel_launch import _copy_rows
@@ -14,8 +15,6 @@ from tests.guard.test_kernel_launch import _copy_rows
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_the_derived_check_traces_and_refuses_while_tracing(dynamic):
-    import torch._dynamo
-
     guarded = stride_guard(_copy_rows)
 
     def f(x, x_stride):

@@ -18,7 +18,7 @@ def _channels_of_group(x_ptr, dx_ptr, x_row_stride, x_col_stride, HIDDEN: tl.con
                        BLOCK: tl.constexpr):
     # Programs (batch, group); the group's channels are walked with the input's [B, C, H]
     # strides, for the input and for the gradient, which is allocated [B, G, CPG * H].
-    batch = tl.program_id(0)
+    batch = tl.program_id(0).to(tl.int64)
     group = tl.program_id(1)
     x_ptr += batch * x_row_stride
     dx_ptr += batch * x_row_stride
@@ -62,7 +62,7 @@ def test_a_step_that_cuts_a_dim_against_its_boundaries_is_refused():
 @triton.jit
 def _group_scale(w_ptr, y_ptr, CPG, n_groups, BLOCK: tl.constexpr):
     # y[g * CPG + c] = w[g * CPG + c] for the CPG channels of group g (a weight of every channel).
-    group = tl.program_id(0)
+    group = tl.program_id(0).to(tl.int64)
     local = tl.arange(0, BLOCK)
     mask = local < CPG
     v = tl.load(w_ptr + group * CPG + local, mask=mask)  # stridecheck: ignore[SC001]
@@ -90,7 +90,7 @@ def test_one_channel_per_group_is_accepted():
 
 @triton.jit
 def _add_row(x_ptr, x_stride, w_ptr, w_stride, out_ptr, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     v = tl.load(x_ptr + row * x_stride + offs, mask=offs < n) + tl.load(w_ptr + row * w_stride + offs, mask=offs < n)
     tl.store(out_ptr + row * x_stride + offs, v, mask=offs < n)

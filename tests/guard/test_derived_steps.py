@@ -168,7 +168,7 @@ def test_a_constexpr_stride_is_checked_like_any_stride_argument():
 
 @triton.jit
 def _row_tiles(x_ptr, out_ptr, stride_m, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     x_ptr += pid * BLOCK_M * stride_m
     out_ptr += pid * BLOCK_M * N
     rows = tl.arange(0, BLOCK_M)
