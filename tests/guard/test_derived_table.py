@@ -112,7 +112,7 @@ def _launches(draw):
         if p in pointers:
             nd = draw(st.integers(1, 3))
             shape = tuple(draw(st.integers(0, 4)) for _ in range(nd))
-            args.append(draw(st.one_of(any_layout(nd), packed_layout(shape))))
+            args.append(draw(st.one_of(any_layout(nd), packed_layout(shape), st.none())))
         elif p.isupper() or p.startswith("B"):
             kwargs[p] = draw(st.sampled_from([1, 2, 4, 8])) if p != "HAS_SHIFT" else draw(st.booleans())
         else:
