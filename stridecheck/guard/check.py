@@ -263,19 +263,20 @@ def _violation(fn, p, acc, prob: Problem, shape, strides, written: bool, users: 
     d, s = prob.dim, prob.at
     single = it.kind == "stride" and it.step.isidentifier()
     others = sorted(users.get(it.step, set()) - {p}) if single else []
+    packed = _contiguous_strides(shape)[d] == v  # a packed copy would have the step's stride
     if others:
         # The argument steps another tensor too (V addressed with Q's strides): the kernel
-        # needs a stride argument of p's own, whatever value this one gets.
+        # needs a stride argument of p's own, or p the layout the others have.
         fix = f"{it.step} also steps {', '.join(others)}: step {p} by a stride argument of its own ({p}.stride({d}) = {s})"
     elif single:
         fix = f"pass {p}.stride({d}) = {s} as {it.step}"
     else:
         fix = f"a logical size used as a stride — pass {p}.stride({d}) to the kernel and step by it"
-        packed = _contiguous_strides(shape)[d] == v
-        if packed and not written:
-            fix += f", or pass {p}.contiguous() (its dim {d} is then {v} apart)"
-        elif packed:
-            fix += f", or allocate {p} packed (torch.empty({list(shape)}))"
+    if (others or not single) and packed:
+        # Never a copy of a tensor the kernel writes: the writes would land in the copy.
+        fix += f", or pass {p}.contiguous() (its dim {d} is then {v} apart)" if not written else (
+            f", or allocate {p} packed (torch.empty({list(shape)}))"
+        )
     return Violation(
         key,
         f"{fn}: `{it.text}` ({where}) steps {p} dim {d} by {step_words}, but {p}.stride({d}) is {s} ({layout}): "

@@ -71,7 +71,10 @@ def test_rows_a_wrong_stride_apart_are_refused():
     msg = refusal(flat_rows[(3,)], x, torch.zeros(3, 4, device=DEV), 4, 4, BLOCK=4)
     assert msg.startswith("_flat_rows: `row * row_stride` (line ")
     assert "x_ptr[1, 0] is at offset 8, but `row * row_stride` reaches offset 4 when its index is 1" in msg
-    assert msg.endswith("row_stride also steps out_ptr: step x_ptr by a stride argument of its own (x_ptr.stride(0) = 8)")
+    assert msg.endswith(
+        "row_stride also steps out_ptr: step x_ptr by a stride argument of its own (x_ptr.stride(0) = 8), or pass "
+        "x_ptr.contiguous() (its dim 0 is then 4 apart)"
+    )
 
 
 @triton.jit
