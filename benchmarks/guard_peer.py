@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -75,8 +76,9 @@ def _pytest(args, mode: str, out: Path, workers: int, allow: Path | None = None)
     out.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:stridecheck", "-p", "guard_peer_plugin",
-        "-o", "addopts=", "--timeout", str(args.timeout), *(["-n", str(workers)] if workers > 1 else []),
-        *LIBRARIES[args.library]["args"], *args.test_paths,
+        "-o", "addopts=", *(["--timeout", str(args.timeout)] if importlib.util.find_spec("pytest_timeout") else []),
+        *(["-n", str(workers)] if workers > 1 else []),
+        *LIBRARIES.get(args.library, {}).get("args", []), *args.test_paths,
     ]
     log = open(out / "pytest.log", "w")
     return subprocess.Popen(cmd, cwd=args.root, env=_env(args, mode, out, allow), stdout=log, stderr=subprocess.STDOUT)
