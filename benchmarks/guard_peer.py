@@ -55,7 +55,8 @@ def _env(args, mode: str, out: Path, allow: Path | None = None) -> dict:
     lib = LIBRARIES.get(args.library, {})
     root = Path(args.root).resolve()
     paths = [str(HERE), str(REPO), str(root / lib.get("src", "src")), str(root)]
-    env = dict(os.environ)
+    # A pytest of its own: nothing of a pytest this runs under (an xdist worker's name) leaks in.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GUARD_PEER_"))}
     env.update(
         PYTHONPATH=os.pathsep.join(paths + [env.get("PYTHONPATH", "")]),
         GUARD_PEER_MODE=mode,
