@@ -82,15 +82,37 @@ def _pytest(args, mode: str, out: Path, workers: int, allow: Path | None = None)
         *LIBRARIES.get(args.library, {}).get("args", []), *args.test_paths,
     ]
     log = open(out / "pytest.log", "w")
-    return subprocess.Popen(cmd, cwd=args.root, env=_env(args, mode, out, allow), stdout=log, stderr=subprocess.STDOUT)
+    # A session of its own, so that a run past its budget is stopped with its xdist workers.
+    return subprocess.Popen(cmd, cwd=args.root, env=_env(args, mode, out, allow), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _wait(proc: subprocess.Popen, deadline: float | None) -> bool:
+    """Wait for ``proc`` until ``deadline`` (time.time()); past it, stop its session. True if it
+    finished on its own (the outcomes it wrote so far are compared either way)."""
+    try:
+        proc.wait(timeout=None if deadline is None else max(1.0, deadline - time.time()))
+        return True
+    except subprocess.TimeoutExpired:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        return False
 
 
 def run_suites(args, work: Path) -> dict:
     """Baseline first (it also fills Triton's compile cache), then raise and warn side by side on
     the tests the baseline passed."""
     t0 = time.time()
+    budget = args.budget or None
     base = _pytest(args, "off", work / "off", args.workers)
-    base.wait()
+    # The baseline gets 45% of the budget; the guarded runs (fewer tests: the passing ones) the rest.
+    finished = {"baseline": _wait(base, t0 + 0.45 * budget if budget else None)}
     passed = [r["test"] for r in _read(work / "off" / "outcomes.jsonl") if r["outcome"] == "passed"]
     allow = work / "allow.txt"
     allow.write_text("\n".join(passed) + "\n")
@@ -104,9 +126,10 @@ def run_suites(args, work: Path) -> dict:
         _pytest(args, "raise", work / "raise", max(1, args.workers - warn_workers), allow),
         _pytest(args, "warn", work / "warn", warn_workers, sample),
     ]
-    for p in procs:
-        p.wait()
-    return {"baseline_s": round(t1 - t0, 1), "guarded_s": round(time.time() - t1, 1), "baseline_passed": len(passed)}
+    for name, p in zip(("raise", "warn"), procs):
+        finished[name] = _wait(p, t0 + budget if budget else None)
+    return {"baseline_s": round(t1 - t0, 1), "guarded_s": round(time.time() - t1, 1), "baseline_passed": len(passed),
+            "finished_within_budget": finished}
 
 
 def compare(work: Path) -> dict:
@@ -552,6 +575,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cap", default="", help='at most N tests per file: "default=40;test_x.py=8"')
     ap.add_argument("--timeout", type=int, default=300, help="seconds per test")
     ap.add_argument("--warn-every", type=int, default=3, help="warn mode runs every Nth test the baseline passed")
+    ap.add_argument("--budget", type=float, default=0, help="seconds for the three suites; a run past it is stopped "
+                    "and the tests it finished are compared (0: no limit)")
     ap.add_argument("--interpret", action="store_true", help="TRITON_INTERPRET=1 (a CPU machine)")
     ap.add_argument("--work", default="", help="folder for the records (default: a fresh one under /tmp)")
     ap.add_argument("--number", type=int, default=200)
@@ -611,6 +636,7 @@ def main(argv=None) -> int:
         "versions": versions(),
         "cap": args.cap,
         "suite_seconds": {"baseline": timing.get("baseline_s"), "raise_and_warn": timing.get("guarded_s")},
+        "finished_within_budget": timing.get("finished_within_budget"),
         "notes": args.note,
     }
     summary = {k: result[k] for k in ("tests_compared", "tests_with_launches", "valid_refused", "warnings_logged", "warn_tests", "guard_crashes", "other_differences",

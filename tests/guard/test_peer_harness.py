@@ -71,7 +71,7 @@ def test_the_harness_counts_refusals_of_tests_that_pass_unguarded(tmp_path):
     (lib / "tests" / "test_toy.py").write_text(textwrap.dedent(TESTS))
     args = argparse.Namespace(
         library="toylib", root=str(lib), prefix="toylib", cap="", interpret=True, timeout=120, workers=1,
-        warn_every=1, test_paths=["tests"],
+        warn_every=1, test_paths=["tests"], budget=0,
     )
     work = tmp_path / "work"
     timing = guard_peer.run_suites(args, work)
