@@ -563,6 +563,14 @@ def markdown(out: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _commit() -> str:
+    """This checkout's commit, if git can tell (the GPU machine's copy may have no history)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=["all", "suites", "compare", "planted", "bench", "contracts"])
@@ -619,7 +627,7 @@ def main(argv=None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() and not args.interpret else
         f"CPU ({platform.processor() or platform.machine()}), TRITON_INTERPRET=1",
-        "stridecheck_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip(),
+        "stridecheck_commit": _commit(),
     }
     planted_res = result.get("planted", {})
     entry = {
