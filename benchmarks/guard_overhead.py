@@ -15,6 +15,20 @@ For launchers of 1, 3 and 8 tensor arguments, times one call of:
 Overhead = call time - unguarded call time. Targets: guard overhead <= 1.3x the asserts'
 overhead; jaxtyping's >= 10x the guard's; disabled exactly 0.
 
+Bare ``@stride_guard`` on Triton kernels of 1, 3 and 8 tensor arguments (contracts derived from
+their source), per launch:
+
+* ``derived_repeat``: the guarded kernel's check on a layout it has seen (a lookup in its table);
+* ``derived_new``: the same check on a layout it has not seen (its table emptied before each
+  call; the emptying, timed alone as ``clear``, is subtracted);
+* ``kernel_asserts``: the same checks written by hand (unit inner strides, each stride argument
+  equal to its tensor's stride, the store's width, no overlap of the written tensor, one device);
+* with ``--device cuda``, a launch of each kernel bare and guarded, alternating blocks of launches
+  synchronised at their ends: the added time per launch.
+
+Targets: median added time per launch (repeated layout) <= 1.5 µs; a new layout's check <= 3x
+the hand-written asserts.
+
     python benchmarks/guard_overhead.py                 # CPU tensors, writes results/guard_overhead.{json,md}
     python benchmarks/guard_overhead.py --device cuda   # also times a bare Triton launch
 
@@ -39,7 +53,7 @@ from pathlib import Path
 import torch
 
 from stridecheck import Tensor, stride_guard
-from stridecheck._guard_plan import overlaps
+from stridecheck.guard.spec_check import overlaps
 
 F32, I64, I32 = torch.float32, torch.int64, torch.int32
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -254,6 +268,176 @@ def triton_launch_cost(device: str, number: int, repeat: int):
     return {k: {"min_ns": min(r), "median_ns": statistics.median(r)} for k, r in rounds.items()}
 
 
+# ----------------------------------------------------------------------------- bare guard on kernels
+
+
+def _derived_kernels():
+    """Kernels of 1, 3 and 8 tensor arguments (bare-guarded), their launch arguments on
+    ``device``, and hand-written asserts of the same checks."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _scale_rows(x_ptr, x_stride, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * x_stride + offs, mask=offs < n)
+        tl.store(x_ptr + row * x_stride + offs, v * 2, mask=offs < n)
+
+    @triton.jit
+    def _cache_rows(logits_ptr, logits_stride, pos_ptr, cache_ptr, cache_stride0, cache_stride1, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        p = tl.load(pos_ptr + row).to(tl.int64)
+        v = tl.load(logits_ptr + row * logits_stride + offs, mask=offs < n)
+        tl.store(cache_ptr + row * cache_stride0 + p * cache_stride1 + offs, v, mask=offs < n)
+
+    @triton.jit
+    def _sample_rows(logits_ptr, logits_stride, pos_ptr, idx_ptr, temp_ptr, seed_ptr, cache_ptr, cache_stride0,
+                     cache_stride1, out_ptr, probs_ptr, probs_stride, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        p = tl.load(pos_ptr + row).to(tl.int64)
+        req = tl.load(idx_ptr + row).to(tl.int64)
+        t = tl.load(temp_ptr + req) + tl.load(seed_ptr + req).to(tl.float32)
+        v = tl.load(logits_ptr + row * logits_stride + offs, mask=offs < n) / t
+        tl.store(cache_ptr + req * cache_stride0 + p * cache_stride1 + offs, v, mask=offs < n)
+        tl.store(probs_ptr + row * probs_stride + offs, v, mask=offs < n)
+        tl.store(out_ptr + row, tl.max(v, axis=0).to(tl.int64))
+
+    def a1(x_ptr, x_stride, n, BLOCK=None):
+        s, t = x_ptr.shape, x_ptr.stride()
+        assert s[-1] <= 1 or t[-1] == 1
+        assert s[0] <= 1 or x_stride == t[0]
+        assert n <= s[-1]
+        assert x_ptr.is_contiguous() or not overlaps(s, t)
+
+    def a3(logits_ptr, logits_stride, pos_ptr, cache_ptr, cache_stride0, cache_stride1, n, BLOCK=None):
+        ls, lt = logits_ptr.shape, logits_ptr.stride()
+        ps, pt = pos_ptr.shape, pos_ptr.stride()
+        cs, ct = cache_ptr.shape, cache_ptr.stride()
+        assert (ls[-1] <= 1 or lt[-1] == 1) and (ps[-1] <= 1 or pt[-1] == 1) and (cs[-1] <= 1 or ct[-1] == 1)
+        assert (ls[0] <= 1 or logits_stride == lt[0]) and (cs[0] <= 1 or cache_stride0 == ct[0])
+        assert cs[1] <= 1 or cache_stride1 == ct[1]
+        assert n <= cs[-1]
+        assert cache_ptr.is_contiguous() or not overlaps(cs, ct)
+        dev = logits_ptr.device
+        assert pos_ptr.device == dev and cache_ptr.device == dev
+
+    def a8(logits_ptr, logits_stride, pos_ptr, idx_ptr, temp_ptr, seed_ptr, cache_ptr, cache_stride0, cache_stride1,
+           out_ptr, probs_ptr, probs_stride, n, BLOCK=None):
+        ls, lt = logits_ptr.shape, logits_ptr.stride()
+        ps, pt = pos_ptr.shape, pos_ptr.stride()
+        is_, it = idx_ptr.shape, idx_ptr.stride()
+        ts, tt = temp_ptr.shape, temp_ptr.stride()
+        ss, st_ = seed_ptr.shape, seed_ptr.stride()
+        cs, ct = cache_ptr.shape, cache_ptr.stride()
+        os_, ot = out_ptr.shape, out_ptr.stride()
+        qs, qt = probs_ptr.shape, probs_ptr.stride()
+        assert (ls[-1] <= 1 or lt[-1] == 1) and (ps[-1] <= 1 or pt[-1] == 1) and (is_[-1] <= 1 or it[-1] == 1)
+        assert (ts[-1] <= 1 or tt[-1] == 1) and (ss[-1] <= 1 or st_[-1] == 1) and (cs[-1] <= 1 or ct[-1] == 1)
+        assert (os_[-1] <= 1 or ot[-1] == 1) and (qs[-1] <= 1 or qt[-1] == 1)
+        assert (ls[0] <= 1 or logits_stride == lt[0]) and (cs[0] <= 1 or cache_stride0 == ct[0])
+        assert (cs[1] <= 1 or cache_stride1 == ct[1]) and (qs[0] <= 1 or probs_stride == qt[0])
+        assert n <= cs[-1] and n <= qs[-1]
+        assert cache_ptr.is_contiguous() or not overlaps(cs, ct)
+        assert out_ptr.is_contiguous() or not overlaps(os_, ot)
+        assert probs_ptr.is_contiguous() or not overlaps(qs, qt)
+        dev = logits_ptr.device
+        assert pos_ptr.device == dev and idx_ptr.device == dev and temp_ptr.device == dev and seed_ptr.device == dev
+        assert cache_ptr.device == dev and out_ptr.device == dev and probs_ptr.device == dev
+
+    def args(n: int, device: str):
+        T, V, R, S = 8, 1031, 4, 3
+        logits = torch.randn(T, V + 5, device=device)[:, :V]  # a row-padded view, as real callers pass
+        if n == 1:
+            return (logits, logits.stride(0), V), {"BLOCK": 2048}
+        pos = torch.arange(T, device=device) % S
+        cache = torch.zeros(R, S, V + 1, device=device)
+        if n == 3:
+            rows = torch.zeros(T, S, V + 1, device=device)  # one cache row per logits row
+            return (logits, logits.stride(0), pos, rows, rows.stride(0), rows.stride(1), V), {"BLOCK": 2048}
+        probs = torch.empty(T, V, device=device)
+        return (
+            logits, logits.stride(0), pos, torch.arange(T, dtype=I32, device=device) % R, torch.ones(R, device=device),
+            torch.arange(R, device=device), cache, cache.stride(0), cache.stride(1), torch.empty(T, dtype=I64, device=device),
+            probs, probs.stride(0), V,
+        ), {"BLOCK": 2048}
+
+    return {1: (_scale_rows, a1), 3: (_cache_rows, a3), 8: (_sample_rows, a8)}, args
+
+
+def derived_rows(device: str, number: int, repeat: int) -> list[dict]:
+    """The bare guard's check per launch (repeated and new layout) against hand-written asserts;
+    with CUDA, the added time of a guarded launch over a bare one."""
+    kernels, make_args = _derived_kernels()
+    rows = []
+    for n, (kernel, asserts) in kernels.items():
+        guarded = stride_guard(kernel)
+        a, kw = make_args(n, device)
+        check = guarded._check
+        table = check.__stride_guard_table__
+        check(*a, **kw)
+        asserts(*a, **kw)
+
+        def new(*a, **kw):
+            table.clear()
+            check(*a, **kw)
+
+        def clear(*a, **kw):
+            table.clear()
+
+        def noop(*a, **kw):
+            return None
+
+        variants = {"noop": noop, "kernel_asserts": asserts, "derived_repeat": check, "derived_new": new, "clear": clear}
+        t = time_variants_kw(variants, a, kw, number, repeat)
+        base = t["noop"]["min_ns"]
+        row = {
+            "tensors": n,
+            "ns": {k: round(v["min_ns"], 1) for k, v in t.items()},
+            "median_ns": {k: round(v["median_ns"], 1) for k, v in t.items()},
+            "repeat_overhead_ns": round(t["derived_repeat"]["min_ns"] - base, 1),
+            "asserts_overhead_ns": round(t["kernel_asserts"]["min_ns"] - base, 1),
+            "new_overhead_ns": round(t["derived_new"]["min_ns"] - t["clear"]["min_ns"], 1),
+        }
+        row["new_over_asserts"] = round(row["new_overhead_ns"] / row["asserts_overhead_ns"], 2)
+        if device == "cuda":
+            row["launch"] = launch_cost(kernel, guarded, a, kw, number, repeat)
+        rows.append(row)
+    return rows
+
+
+def time_variants_kw(variants: dict, args: tuple, kwargs: dict, number: int, repeat: int) -> dict:
+    timers = {name: timeit.Timer("f(*a, **k)", globals={"f": f, "a": args, "k": kwargs}) for name, f in variants.items()}
+    for t in timers.values():
+        t.timeit(number // 10 or 1)
+    rounds: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(repeat):
+        for name, t in timers.items():
+            rounds[name].append(t.timeit(number) / number * 1e9)
+    return {name: {"min_ns": min(r), "median_ns": statistics.median(r)} for name, r in rounds.items()}
+
+
+def launch_cost(kernel, guarded, a, kw, number: int, repeat: int) -> dict:
+    """ns per launch, bare and guarded (repeated layout), alternating synchronised blocks."""
+    grid = (a[0].shape[0],)
+    bare, checked = kernel[grid], guarded[grid]
+    for f in (bare, checked):
+        f(*a, **kw)
+    torch.cuda.synchronize()
+    rounds = {"bare": [], "guarded": []}
+    for _ in range(repeat):
+        for name, f in (("bare", bare), ("guarded", checked)):
+            t0 = timeit.default_timer()
+            for _ in range(number):
+                f(*a, **kw)
+            torch.cuda.synchronize()
+            rounds[name].append((timeit.default_timer() - t0) / number * 1e9)
+    med = {k: statistics.median(v) for k, v in rounds.items()}
+    return {"bare_ns": round(med["bare"], 1), "guarded_ns": round(med["guarded"], 1), "added_ns": round(med["guarded"] - med["bare"], 1)}
+
+
 def versions() -> dict:
     v = {"python": platform.python_version(), "torch": torch.__version__}
     for mod in ("triton", "jaxtyping", "beartype"):
@@ -334,6 +518,7 @@ def main(argv=None) -> int:
     launch = None
     if a.device == "cuda":
         launch = triton_launch_cost(a.device, 200, 51)
+    derived = derived_rows(a.device, a.number, a.repeat)
     if jax and not all(r.get("jaxtyping_over_guard", 0) >= 10 for r in rows):
         per = (rows[-1]["overhead_ns"]["reads_only"] - rows[0]["overhead_ns"]["reads_only"]) / 7
         jper = (rows[-1]["overhead_ns"]["jaxtyping"] - rows[0]["overhead_ns"]["jaxtyping"]) / 7
@@ -343,10 +528,16 @@ def main(argv=None) -> int:
             "per tensor on top of a fixed cost; a ratio of 10 would need the guard's whole per-tensor cost below a "
             "tenth of jaxtyping's, i.e. below the cost of the reads themselves."
         )
+    added = [r["launch"]["added_ns"] for r in derived if "launch" in r]
     targets = {
         "guard_over_asserts_max": 1.3,
         "jaxtyping_over_guard_min": 10.0,
+        "derived_repeat_added_max_ns": 1500,
+        "derived_new_over_asserts_max": 3.0,
         "met": {
+            # The target is on the median launch (as on a library's launches, of 1 to 8 tensors).
+            "derived_repeat": statistics.median(added or [r["repeat_overhead_ns"] for r in derived]) <= 1500,
+            "derived_new": all(r["new_over_asserts"] <= 3.0 for r in derived),
             "guard_over_asserts": all(r["guard_over_asserts"] <= 1.3 for r in rows),
             "jaxtyping_over_guard": all(r.get("jaxtyping_over_guard", 0) >= 10 for r in rows) if jax else None,
             "disabled_zero": all(r["disabled_is_identity"] for r in rows),
@@ -360,6 +551,8 @@ def main(argv=None) -> int:
         "versions": versions(),
         "timing": {"number": a.number, "repeat": a.repeat, "statistic": "min over rounds, ns per call"},
         "rows": rows,
+        "derived": derived,
+        "median_added_ns": statistics.median(added) if added else None,
         "triton_launch": launch,
         "targets": targets,
         "notes": notes,
@@ -411,6 +604,24 @@ def markdown(r: dict) -> str:
             f"the derived contract {tl_['derived_launch']['min_ns']:.0f}; the spec's check alone "
             f"{tl_['check_only']['min_ns']:.0f}."
         )
+    if r.get("derived"):
+        lines += [
+            "",
+            "Bare `@stride_guard` on Triton kernels (contract derived from the source), ns per launch: the check on a "
+            "layout seen before (a table lookup), on a new layout (table emptied first, the emptying subtracted), and "
+            "the same checks as hand-written asserts" + ("; then launches bare and guarded, repeated layout." if any(
+                "launch" in d for d in r["derived"]) else "."),
+            "",
+            "| tensors | check, repeated | check, new layout | asserts | new / asserts (<= 3) |"
+            + (" launch bare | launch guarded | added per launch (<= 1500) |" if any("launch" in d for d in r["derived"]) else ""),
+            "|---|---|---|---|---|" + ("---|---|---|" if any("launch" in d for d in r["derived"]) else ""),
+        ]
+        for d in r["derived"]:
+            line = (f"| {d['tensors']} | {d['repeat_overhead_ns']:.0f} | {d['new_overhead_ns']:.0f} | "
+                    f"{d['asserts_overhead_ns']:.0f} | {d['new_over_asserts']:.2f} |")
+            if "launch" in d:
+                line += f" {d['launch']['bare_ns']:.0f} | {d['launch']['guarded_ns']:.0f} | {d['launch']['added_ns']:.0f} |"
+            lines.append(line)
     lines.append("")
     lines.append(f"Targets met: {json.dumps(r['targets']['met'])}")
     lines.append("")

@@ -1,7 +1,7 @@
 """Parsing of ``@stride_guard`` specs into a contract (no torch, no triton).
 
 A *contract* is the decorated function's signature plus one ``ArgRule`` per guarded argument,
-in signature order. The fast per-call check (``_guard_plan``) and the slow, explaining check
+in signature order. The fast per-call check (:mod:`stridecheck.guard.spec_check`) and the slow, explaining check
 that builds the error messages both read it. The spec language itself is documented in
 :mod:`stridecheck.guard`.
 """
@@ -22,6 +22,10 @@ class StrideGuardError(ValueError):
     Raised before the launch, from metadata only. The message names the function, the argument,
     the dimension, the expected and the actual value, where a named size was bound, and the fix.
     """
+
+
+# Shown (and pickled) under its public path: `stridecheck.StrideGuardError`.
+StrideGuardError.__module__ = "stridecheck"
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ def test_guarded_kernel_rejects_on_cuda_before_launch():
     kernel = stride_guard(_kernel())
     x = torch.randn(4, 64, device="cuda")[:, :48]
     out = torch.zeros(4, 48, device="cuda")
-    with pytest.raises(StrideGuardError, match="x_stride = 48 steps x_ptr"):
+    with pytest.raises(StrideGuardError, match=r"steps x_ptr dim 0 by x_stride = 48, but x_ptr.stride\(0\) is 64"):
         kernel[(4,)](out, out.stride(0), x, 48, 48, BLOCK=64)
     torch.cuda.synchronize()
     assert torch.count_nonzero(out).item() == 0  # nothing was launched

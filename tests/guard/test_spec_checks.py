@@ -1,7 +1,8 @@
-"""@stride_guard on plain launchers: what it rejects (with which message) and what it accepts."""
+"""@stride_guard(...) on plain launchers: what each check rejects (with which message) and the layouts it accepts."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -50,7 +51,9 @@ def test_cache_one_column_narrower_than_logits():
 def test_cache_with_inner_stride_two():
     msg = rejects(logits_cache=torch.zeros(3, 2, 2 * 1031)[:, :, ::2])
     assert "logits_cache dim 2 (the last) has stride 2 but must have stride 1" in msg
-    assert "contiguous()" in msg  # the fix
+    # The fix for a written tensor allocates it: a .contiguous() copy would take the writes.
+    assert "allocate logits_cache with unit inner stride (torch.empty(...))" in msg
+    assert "contiguous()" not in msg
 
 
 def test_expanded_output_is_a_write_race():
@@ -260,3 +263,181 @@ def test_positional_only_varargs_and_kwargs_pass_through():
     assert f(torch.zeros(2), 1, 2, flag=3) == (2, (1, 2), True, {"flag": 3})
     with pytest.raises(StrideGuardError):
         f(torch.zeros(2), y=torch.zeros(3))
+
+
+def test_varargs_and_varkw_around_guarded_parameters():
+    @stride_guard(x="N", y="N")
+    def launch(x, *rest, y=None, **options):
+        return len(rest), sorted(options)
+
+    assert launch(torch.zeros(3), 1, 2, y=torch.zeros(3), num_warps=4) == (2, ["num_warps"])
+    with pytest.raises(StrideGuardError, match=r"^launch: y dim 0 is 4 but must be N = 3 \(N bound by x dim 0\)"):
+        launch(torch.zeros(3), y=torch.zeros(4))
+
+
+@stride_guard(x="V", vocab_size="V", x_stride=stride("x", 0))
+def _bind_int(x, vocab_size, x_stride=None):
+    return "ok"
+
+
+@pytest.mark.parametrize("kind", [int, np.int64, np.int32, np.uint16])
+def test_integer_arguments_of_any_integral_type_bind(kind):
+    # Fixed: a NumPy integer (np.int64 from a shape computed in NumPy) was refused as
+    # "must be a tensor of dims 'V'".
+    assert _bind_int(torch.zeros(5), kind(5), kind(1)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"^_bind_int: vocab_size is 4 but must be V = 5 \(V bound by x dim 0\)"):
+        _bind_int(torch.zeros(5), kind(4))
+
+
+def test_wrong_int_binding_and_wrong_stride_argument_are_rejected():
+    with pytest.raises(StrideGuardError, match=r"vocab_size is 6 but must be V = 5"):
+        _bind_int(torch.zeros(5), 6)
+    with pytest.raises(StrideGuardError, match=r"^_bind_int: x_stride is 2 but x.stride\(0\) is 1; pass x.stride\(0\)$"):
+        _bind_int(torch.zeros(5), 5, 2)
+
+
+@stride_guard(x="... N", out=Tensor("... N", writes=True), n="N")
+def _shadowing(x, out, n, min=0.0, len=None, isinstance=None, int=None):  # noqa: A002 - the attack
+    return "ok"
+
+
+def test_parameters_named_like_builtins_keep_the_fast_path(slow_path_calls):
+    # Fixed: the generated checks called len/min/isinstance/int, which these parameters shadow,
+    # so every valid call fell to the slow explaining path.
+    assert _shadowing(torch.zeros(2, 3), torch.zeros(2, 3), 3, min=-1.0, len=7, isinstance=1, int=2) == "ok"
+    assert slow_path_calls == []
+    with pytest.raises(StrideGuardError, match=r"out is written but two of its elements share memory"):
+        _shadowing(torch.zeros(2, 3), torch.zeros(1, 3).expand(2, 3), 3, len=7)
+
+
+def test_dim_named_like_the_device_slot_keeps_the_fast_path(slow_path_calls):
+    # Fixed: the generator tracked the common device under the key "_dev", a legal dim name, so
+    # a spec using `_dev` confused the two and sent every call to the slow path.
+    @stride_guard(x="_dev", y="_dev")
+    def f(x, y):
+        return "ok"
+
+    assert f(torch.zeros(3), torch.zeros(3)) == "ok"
+    assert slow_path_calls == []
+    with pytest.raises(StrideGuardError, match=r"y dim 0 is 4 but must be _dev = 3"):
+        f(torch.zeros(3), torch.zeros(4))
+
+
+@stride_guard(x="A B C", out=Tensor("A B C", writes=True))
+def _three(x, out):
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.empty(0).as_strided((0, 3, 4), (7, 0, 1)),  # no elements: strides never used
+        torch.empty(0).as_strided((2, 0, 4), (1, 1, 3)),
+        torch.empty(64).as_strided((1, 1, 4), (999, -0, 1)),  # size-1 dims: any stride
+        torch.empty(64).as_strided((2, 3, 1), (1, 2, 5)),  # 1-element last dim, stride 5
+        torch.empty(4, 6, 8).permute(1, 0, 2)[:, 1:3, :5],  # permuted outer dims, sliced
+        torch.empty(2**20 + 8).as_strided((2, 2, 4), (2**19, 8, 1)),  # huge outer stride
+    ],
+    ids=["empty", "empty-mid", "size-one", "one-elem-last", "permuted", "huge-stride"],
+)
+def test_odd_but_valid_layouts_are_accepted(x):
+    out = torch.empty(64 + 2**20).as_strided(x.shape, x.stride())
+    assert _three(x, out) == "ok"
+
+
+def test_inner_stride_is_judged_on_many_elements_not_on_one():
+    one = torch.empty(16).as_strided((2, 2, 1), (2, 1, 3))
+    many = torch.empty(16).as_strided((1, 2, 2), (8, 4, 2))
+    assert _three(one, torch.zeros(2, 2, 1)) == "ok"
+    with pytest.raises(StrideGuardError, match=r"^_three: x dim 2 \(the last\) has stride 2 but must have stride 1"):
+        _three(many, torch.zeros(1, 2, 2))
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        torch.empty(64).as_strided((2, 3, 4), (4, 4, 1)),  # rows overlap along dim 1
+        torch.empty(64).as_strided((2, 3, 4), (12, 3, 1)),  # interleaved by one element
+        torch.empty(64).as_strided((2, 3, 4), (0, 4, 1)),  # broadcast outer dim
+        torch.empty(64).as_strided((2, 2, 2), (2, 1, 1)),  # two dims with one stride
+    ],
+    ids=["rows-overlap", "interleaved", "broadcast", "equal-strides"],
+)
+def test_overlapping_outputs_are_rejected(out):
+    with pytest.raises(StrideGuardError, match=r"^_three: out is written but two of its elements share memory"):
+        _three(torch.zeros(out.shape), out)
+
+
+def test_expanded_written_last_dim_reports_the_write_race_not_the_inner_stride():
+    # Fixed: the first message was the inner-stride one, whose suggested fix
+    # (Tensor(..., inner_stride=None)) leaves a write race; the race is reported first now.
+    @stride_guard(out=Tensor("N", writes=True))
+    def f(out):
+        return "ok"
+
+    with pytest.raises(StrideGuardError) as info:
+        f(torch.zeros(1).expand(4))
+    assert str(info.value).startswith("f: out is written but two of its elements share memory: dim 0 has stride 0 and size 4")
+    assert "allocate out with torch.empty(...)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "spec, value, expected",
+    [
+        (
+            "M 4",
+            torch.zeros(2, 3),
+            "f: x dim 1 is 3 but must be 4, as the spec 'M 4' says; pass a tensor of shape [2, 4]",
+        ),
+        (
+            "M >=4",
+            torch.zeros(2, 3),
+            "f: x dim 1 is 3 but must be >= 4, as the spec 'M >=4' says; allocate x at least 4 wide along dim 1",
+        ),
+        ("3", 2, "f: x is 2 but must be 3, as the spec '3' says; pass 3"),
+        (">=3", 2, "f: x is 2 but must be >= 3, as the spec '>=3' says; pass at least 3"),
+        (
+            "M N",
+            np.zeros((2, 3)),
+            "f: x must be a tensor of dims 'M N', got ndarray of shape [2, 3]; pass a torch.Tensor",
+        ),
+    ],
+    ids=["fixed", "min-fixed", "int-fixed", "int-min", "not-a-tensor"],
+)
+def test_every_message_names_the_fix(spec, value, expected):
+    # Fixed: fixed-size and minimum messages named no fix, and a non-tensor was shown by a repr
+    # cut at 60 characters, newlines included.
+    @stride_guard(x=spec)
+    def f(x):
+        return "ok"
+
+    with pytest.raises(StrideGuardError) as info:
+        f(value)
+    assert str(info.value) == expected
+
+
+def test_stride_of_a_missing_dim_names_the_shape_and_the_fix():
+    @stride_guard(x="... N", s=stride("x", -2))
+    def f(x, s):
+        return "ok"
+
+    assert f(torch.zeros(3, 8)[:, :4], 8) == "ok"
+    with pytest.raises(StrideGuardError) as info:
+        f(torch.zeros(4), 4)
+    assert str(info.value) == "f: s claims x.stride(-2), which x does not have (Tensor of shape [4]); pass a tensor with that dim as x"
+
+
+def test_a_name_bound_by_an_integer_argument_says_so():
+    # Fixed: read "(V bound by V) ... allocate it at least as wide as V" when the integer
+    # argument binding V was itself named V.
+    @stride_guard(cache=Tensor("R >=V", writes=True), V="V")
+    def f(cache, V):
+        return "ok"
+
+    assert f(torch.zeros(2, 5), 5) == "ok"
+    with pytest.raises(StrideGuardError) as info:
+        f(torch.zeros(2, 4), 5)
+    assert str(info.value) == (
+        "f: cache dim 1 is 4 but must be >= V = 5 (V bound by the integer argument V); the cache would be "
+        "truncated — allocate it at least as wide as the integer argument V"
+    )

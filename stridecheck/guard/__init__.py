@@ -86,7 +86,7 @@ Under ``torch.compile`` a guarded launcher traces as plain Python (``fullgraph=T
 static or ``dynamic=True``: size comparisons become dynamo guards). Called from compiled code
 with data-dependent sizes (``x.nonzero()``), where a Python ``bool`` of a size would stop the
 trace, dynamo traces a registered stand-in instead that checks through ``torch._check``
-(see :mod:`stridecheck._guard_compile`; registered once ``torch._dynamo`` is imported, so a
+(see :mod:`stridecheck.guard.traced`; registered once ``torch._dynamo`` is imported, so a
 process that never compiles never pays for it). A failed check while tracing raises
 ``StrideGuardError`` (under ``fullgraph=True`` dynamo wraps it; the message is in the chain).
 
@@ -105,15 +105,19 @@ Triton kernels
 ``@triton.heuristics`` kernel) returns a :class:`GuardedKernel`: ``k[grid](...)`` checks the
 launch's arguments, then launches; other attributes are forwarded to the kernel. Bare
 ``@stride_guard`` on a kernel derives the contract from the kernel's source through the
-linter's access model, once per kernel (see :mod:`stridecheck._guard_kernel` for how an
-address's terms are assigned to the tensor's dimensions): every stride argument must be the
-stride of a dimension of the tensor it steps, a size that steps a dimension (``col *
-vocab_size``) must equal that dimension's stride, a pointer addressed ``+ offs`` needs unit
-inner stride, a store masked by ``offs < n`` must fit the written tensor, written tensors must
-not overlap, and all tensors share a device. A guarded kernel launched inside
-``torch.compile`` (``fullgraph=True`` too) is checked while tracing and launched as the kernel
-itself. It cannot be called from inside another ``@triton.jit`` function: guard the kernel you
-launch.
+linter's access model, once per kernel (:mod:`stridecheck.guard.derive`): every step of every
+address — a stride argument, a product of sizes (``col * vocab_size``), a ``tl.constexpr``
+stride, a host ``TensorDescriptor``'s strides, a block pointer's ``strides=`` — must reach the
+elements of the tensor it steps as the tensor's own strides do, however the address groups its
+dims (:mod:`stridecheck.guard.layout`); a pointer addressed ``+ offs`` walks a dim of stride 1; a
+store masked by ``offs < n`` must fit; written tensors must not overlap; all tensors share a
+device. Code under a branch the launch makes false (a constexpr, a ``None`` argument, the
+autotuner's config, a heuristic's value) is not judged, as Triton compiles it away. A refusal
+names an index whose address differs, or a width that is too small. Verdicts are kept per layout
+signature (:mod:`stridecheck.guard.kernel`): a repeated layout costs a lookup. A guarded kernel
+launched inside ``torch.compile`` (``fullgraph=True`` too) is checked while tracing and launched
+as the kernel itself. It cannot be called from inside another ``@triton.jit`` function: guard
+the kernel you launch.
 
 torch is never imported by this module; tensors are only read through their attributes.
 """
@@ -124,8 +128,9 @@ import functools
 import inspect
 import os
 
-from stridecheck._guard_plan import Reporter, generate_kernel_check, generate_wrapper
-from stridecheck._guard_spec import StrideGuardError, Tensor, build_contract, callable_name, stride
+from stridecheck.guard.kernel import GuardedKernel, derived_guard, is_triton_kernel, python_function
+from stridecheck.guard.spec_check import Reporter, generate_kernel_check, generate_wrapper
+from stridecheck.guard.spec import StrideGuardError, Tensor, build_contract, callable_name, stride
 
 __all__ = ["stride_guard", "StrideGuardError", "Tensor", "stride", "GuardedKernel", "guard_mode"]
 
@@ -149,97 +154,21 @@ def guard_mode() -> str:
     raise ValueError(f"STRIDECHECK_GUARD must be 0, 1 or warn, got {value!r}")
 
 
-def _is_triton_kernel(obj) -> bool:
-    # No triton import: a JITFunction / Autotuner / Heuristics is a triton object that launches
-    # through `obj[grid](...)` and has `run`.
-    mod = type(obj).__module__ or ""
-    return mod.startswith("triton") and hasattr(obj, "run") and hasattr(type(obj), "__getitem__")
-
-
-def _python_function(kernel):
-    """The plain Python function under a (possibly autotuned) Triton kernel."""
-    fn = kernel
-    for _ in range(16):
-        inner = getattr(fn, "fn", None)
-        if inner is None:
-            break
-        fn = inner
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise StrideGuardError(f"stride_guard: cannot find the Python function under {kernel!r}")
-    return fn
-
-
-class GuardedKernel:
-    """A Triton kernel whose launches are checked first; launches like the kernel.
-
-    ``k[grid](*args, **kwargs)`` runs the contract's checks on the launch arguments, then
-    ``kernel[grid](*args, **kwargs)``. ``k.run(*args, grid=..., **kwargs)`` is checked too.
-    Every other attribute (``fn``, ``cache``, ``arg_names``, ``warmup``...) is the kernel's.
-    ``k.contract`` is the contract checked, ``k.kernel`` the wrapped kernel (a guarded kernel,
-    when guards are stacked). It pickles and deep-copies by reference (module and name), as a
-    function does.
-    """
-
-    def __init__(self, kernel, contract, check, source: str) -> None:
-        self.kernel = kernel
-        self.contract = contract
-        self._check = check
-        self._source = source
-        functools.update_wrapper(self, _python_function(kernel), updated=())
-
-    def __getitem__(self, grid):
-        check, kernel = self._check, self.kernel
-
-        # What triton's own `kernel[grid]` returns, with the check in front (a closure: the
-        # cheapest callable to build and to call, once per launch). The launch itself stays
-        # spelled `kernel[grid](...)`: that is the form torch.compile recognises as a Triton
-        # launch (calling `kernel.run` would make dynamo trace into Triton's launcher).
-        def launch(*args, **kwargs):
-            check(*args, **kwargs)
-            return kernel[grid](*args, **kwargs)
-
-        return launch
-
-    def run(self, *args, **kwargs):
-        self._check(*args, **{k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
-        return self.kernel.run(*args, **kwargs)
-
-    def __getattr__(self, name):
-        # Only reached for attributes not found on the wrapper: forward to the kernel. Read
-        # through __dict__ so that a half-built object (copy, unpickling) fails cleanly.
-        kernel = self.__dict__.get("kernel")
-        if kernel is None:
-            raise AttributeError(name)
-        return getattr(kernel, name)
-
-    def __repr__(self) -> str:
-        return f"<stride_guard of {self.kernel!r}>"
-
-    def __reduce__(self):
-        # Pickled (and deep-copied) by reference, as a function is: the guard of a module-level
-        # kernel is found again under its module and name. Its parts (the generated check, a
-        # Triton kernel) do not pickle by value.
-        return self.__qualname__
-
-
 def _wrap(obj, specs: dict, writes, mode: str):
     if isinstance(obj, (staticmethod, classmethod)):
         # Guard the function inside and keep the binding: a bare function in a class body would
         # become an instance method and be handed `self` as its first argument.
         return type(obj)(_wrap(obj.__func__, specs, writes, mode))
-    if _is_triton_kernel(obj) or isinstance(obj, GuardedKernel):
+    if is_triton_kernel(obj) or isinstance(obj, GuardedKernel):
         # A GuardedKernel launches like a kernel: guarding it again chains both checks.
-        pyfn = _python_function(obj)
         if specs:
+            pyfn = python_function(obj)
             contract = build_contract(pyfn, specs, writes)
             check, src = generate_kernel_check(pyfn, contract, Reporter(contract, mode))
         else:
-            from stridecheck._guard_kernel import derive_contract, derived_reporter, generate_derived_check
-
             if writes:
                 raise StrideGuardError("stride_guard: writes= needs specs; a derived contract finds the stores itself")
-            contract = derive_contract(obj, pyfn)
-            check, src = generate_derived_check(pyfn, contract, derived_reporter(contract, mode))
+            contract, check, src = derived_guard(obj, mode)
         return GuardedKernel(obj, contract, check, src)
     if not callable(obj):
         raise StrideGuardError(f"stride_guard: can only wrap a function or a Triton kernel, got {obj!r}")
@@ -257,9 +186,9 @@ def _wrap(obj, specs: dict, writes, mode: str):
     wrapper.__stride_contract__ = contract
     wrapper.__stride_guard_source__ = src
     if not inspect.iscoroutinefunction(wrapper):  # torch.compile does not trace coroutines
-        from stridecheck._guard_compile import provide_traced
+        from stridecheck.guard.traced import provide_traced, spec_standin
 
-        provide_traced(wrapper, contract, reporter)
+        provide_traced(wrapper, lambda: spec_standin(wrapper, contract, reporter), contract.func_name)
     return wrapper
 
 

@@ -1,8 +1,9 @@
-"""Spec parsing: malformed contracts are refused at decoration, with the reason."""
+"""The spec language: malformed or impossible contracts are refused at decoration, with the reason."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from stridecheck import StrideGuardError, Tensor, stride, stride_guard
 
@@ -56,3 +57,32 @@ def test_reserved_parameter_prefix():
 
     with pytest.raises(StrideGuardError, match="reserved"):
         stride_guard(_sg_x="N")(g)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: stride_guard(args="N")(lambda x, *args: None),
+        lambda: stride_guard(kwargs="N")(lambda x, **kwargs: None),
+        lambda: stride_guard(s=stride("kwargs", 0))(lambda s, **kwargs: None),
+        lambda: stride_guard(x="N", s=stride("x", 0), writes=("s",))(lambda x, s: None),
+    ],
+    ids=["spec-on-varargs", "spec-on-varkw", "stride-of-varkw", "writes-on-stride-arg"],
+)
+def test_specs_that_can_never_hold_are_refused_at_decoration(make):
+    # Fixed: accepted at decoration; a spec on *args then failed every call ("must be a tensor").
+    with pytest.raises(StrideGuardError, match=r"stride_guard on <lambda>"):
+        make()
+
+
+def test_stride_of_a_dim_the_spec_cannot_have_is_refused_at_decoration():
+    # Fixed: accepted at decoration; every call then failed.
+    with pytest.raises(StrideGuardError, match=r"^stride_guard on <lambda>, s: stride\('x', 2\) names a dim that x \(spec 'M N', 2 dims\)"):
+        stride_guard(x="M N", s=stride("x", 2))(lambda x, s: None)
+    stride_guard(x="... N", s=stride("x", 2))(lambda x, s: None)  # '...': any number of dims, judged per call
+
+
+def test_a_callable_without_a_signature_is_refused_clearly():
+    # Fixed: inspect's ValueError ("no signature found for builtin") escaped at decoration.
+    with pytest.raises(StrideGuardError, match=r"^stride_guard on add: cannot read its signature .*guard a Python function that calls it$"):
+        stride_guard(input="N")(torch.add)

@@ -1,16 +1,19 @@
-"""STRIDECHECK_GUARD modes, torch stays unimported, and torch.compile tracing."""
+"""STRIDECHECK_GUARD modes (off, warn once, raise), torch stays unimported, and torch.compile tracing of spec-guarded launchers."""
 
 from __future__ import annotations
 
 import logging
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
 
 from stridecheck import StrideGuardError, Tensor, stride, stride_guard
 from stridecheck.guard import guard_mode
+from stridecheck.guard.traced import generate_traced
+from tests.guard.conftest import SlowSet
 
 
 def _launcher(x, out):
@@ -51,11 +54,11 @@ def test_warn_logs_once_per_function_and_check(monkeypatch, caplog):
         "_launcher: out dim 0 is 3 but must be N = 2 (N bound by x dim 0); pass arguments whose sizes agree, as the spec 'N' says",
         # The write race is reported before the inner stride (its fix mends both).
         "_launcher: out is written but two of its elements share memory: dim 0 has stride 0 and size 2 (an expanded "
-        "view); concurrent programs would race on the same address — pass a tensor that owns its memory "
-        "(out.clone(), or torch.empty(...))",
+        "view); concurrent programs would race on the same address — allocate out with torch.empty(...) so that "
+        "each element has memory of its own",
         "_launcher: out dim 0 (the last) has stride 0 but must have stride 1: the kernel addresses it as `ptr + offs`; "
-        "pass out.contiguous() (or a view with unit inner stride), or declare Tensor(..., inner_stride=None) if the "
-        "kernel steps that dim by its stride",
+        "allocate out with unit inner stride (torch.empty(...)) and copy the result where it belongs after the "
+        "launch, or declare Tensor(..., inner_stride=None) if the kernel steps that dim by its stride",
     ]
 
 
@@ -141,3 +144,42 @@ def test_torch_compile_with_data_dependent_sizes():
             compiled(torch.tensor([1, 1, 1, 1]), 0)
     finally:
         torch._dynamo.config.capture_dynamic_output_shape_ops = False
+
+
+def test_warn_once_holds_under_threads(monkeypatch, caplog):
+    # Fixed: the warn-once test and the insertion were separate steps, so threads that failed
+    # the same check together each logged it.
+    monkeypatch.setenv("STRIDECHECK_GUARD", "warn")
+
+    @stride_guard(x="N", y="N")
+    def f(x, y):
+        return "launched"
+
+    f.__globals__["_sg_report"].warned = SlowSet()
+    barrier = threading.Barrier(8)
+    results = []
+
+    def worker():
+        barrier.wait()
+        results.append(f(torch.zeros(3), torch.zeros(4)))
+
+    with caplog.at_level(logging.WARNING, logger="stridecheck.guard"):
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    msgs = [r.getMessage() for r in caplog.records if r.name == "stridecheck.guard"]
+    assert results == ["launched"] * 8
+    assert msgs == ["f: y dim 0 is 4 but must be N = 3 (N bound by x dim 0); pass arguments whose sizes agree, as the spec 'N' says"]
+
+
+@stride_guard(x="... N", out=Tensor("... N", writes=True), n="N")
+def _shadowing(x, out, n, min=0.0, len=None, isinstance=None, int=None):  # noqa: A002 - the attack
+    return "ok"
+
+
+def test_traced_variant_survives_parameters_named_like_builtins():
+    # The torch.compile stand-in raised TypeError ('int' object is not callable) on a valid call.
+    traced, _ = generate_traced(_shadowing.__wrapped__, _shadowing.__stride_contract__)
+    assert traced(torch.zeros(2, 3), torch.zeros(2, 3), 3, min=-1.0, len=7, isinstance=1, int=2) == "ok"

@@ -1,0 +1,130 @@
+"""One check function: a derived guard's verdict at a launch is :func:`check_launch`'s, kept in a
+table keyed by the launch's layout signature (shapes, strides, devices, the values the checks
+read, constexprs included). A repeated signature costs a lookup; a new one the straight-line test
+that only accepts, or check_launch. On random layouts, the guarded launch and check_launch agree,
+first launch and repeated."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stridecheck import StrideGuardError, stride_guard
+from stridecheck.guard.check import MISSING, check_launch
+from tests.guard.conftest import any_layout, packed_layout
+from tests.guard.test_derived_branches import _modulate
+from tests.guard.test_derived_regrouping import _channels_of_group
+from tests.guard.test_derived_steps import _k_major, _row_tiles, _store_step
+from tests.guard.test_derived_widths import _gather_rows
+from tests.guard.test_kernel_launch import _copy_rows
+
+
+def _counting(kernel):
+    """The guard of ``kernel`` with its check_launch path counted."""
+    guarded = stride_guard(kernel)
+    ns = guarded._check.__globals__
+    calls = []
+    real = ns["_sg_full"]
+
+    def full(values):
+        calls.append(1)
+        return real(values)
+
+    ns["_sg_full"] = full
+    return guarded, calls
+
+
+def test_a_repeated_signature_is_a_lookup():
+    # A valid grouping the straight-line test cannot accept: check_launch runs once, then the table.
+    guarded, calls = _counting(_channels_of_group)
+    x = torch.randn(2, 6, 5)
+    dx = torch.zeros(2, 3, 10)
+    for _ in range(5):
+        guarded._check(x, dx, x.stride(0), x.stride(1), HIDDEN=5, CPG=2, BLOCK=8)
+    assert len(calls) == 1
+    assert len(guarded._check.__stride_guard_table__) == 1
+    # A constexpr no check reads (a tile size) is not part of the signature; one a check reads is.
+    guarded._check(x, dx, x.stride(0), x.stride(1), HIDDEN=5, CPG=2, BLOCK=16)
+    assert len(calls) == 1
+    modulate, calls = _counting(_modulate)
+    x = torch.randn(3, 4)
+    for has_shift in (False, True, False):
+        modulate._check(x, 4, x, 4, x, 4, x, 4, HAS_SHIFT=has_shift, BLOCK=4)
+    assert len(modulate._check.__stride_guard_table__) == 2
+
+
+def test_a_refused_signature_is_refused_from_the_table():
+    guarded, calls = _counting(_copy_rows)
+    x = torch.randn(5, 40)[:, :30]
+    out = torch.empty(5, 30)
+    messages = set()
+    for _ in range(3):
+        with pytest.raises(StrideGuardError) as info:
+            guarded._check(out, 30, x, 30, 30, BLOCK=32)
+        messages.add(str(info.value))
+    assert len(calls) == 1 and len(messages) == 1
+
+
+def test_the_table_is_bounded():
+    guarded, _ = _counting(_copy_rows)
+    guarded._check.__globals__["_sg_size"] = 4
+    for n in range(1, 11):
+        x = torch.randn(2, n)
+        guarded._check(x, n, x, n, n, BLOCK=16)
+    assert 1 <= len(guarded._check.__stride_guard_table__) <= 4
+
+
+def _values(contract, args, kwargs) -> dict:
+    values = {p: MISSING for p in contract.params}
+    values.update(zip(contract.params, args))
+    values.update(kwargs)
+    return values
+
+
+def _verdict(guarded, args, kwargs):
+    try:
+        guarded._check(*args, **kwargs)
+        return None
+    except StrideGuardError as e:
+        return str(e)
+
+
+_KERNELS = {
+    "copy_rows": stride_guard(_copy_rows),
+    "store_step": stride_guard(_store_step),
+    "channels_of_group": stride_guard(_channels_of_group),
+    "modulate": stride_guard(_modulate),
+    "gather_rows": stride_guard(_gather_rows),
+    "k_major": stride_guard(_k_major),
+    "row_tiles": stride_guard(_row_tiles),
+}
+
+
+@st.composite
+def _launches(draw):
+    name = draw(st.sampled_from(sorted(_KERNELS)))
+    guarded = _KERNELS[name]
+    pointers = {p.name for p in guarded.contract.pointers}
+    args, kwargs = [], {}
+    for p in guarded.contract.params:
+        if p in pointers:
+            nd = draw(st.integers(1, 3))
+            shape = tuple(draw(st.integers(0, 4)) for _ in range(nd))
+            args.append(draw(st.one_of(any_layout(nd), packed_layout(shape), st.none())))
+        elif p.isupper() or p.startswith("B"):
+            kwargs[p] = draw(st.sampled_from([1, 2, 4, 8])) if p != "HAS_SHIFT" else draw(st.booleans())
+        else:
+            args.append(draw(st.integers(0, 12)))
+    return guarded, args, kwargs
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_launches())
+def test_the_guarded_launch_and_check_launch_agree(launch):
+    guarded, args, kwargs = launch
+    expected = check_launch(guarded.contract, _values(guarded.contract, args, kwargs))
+    want = expected[0].message if expected else None
+    assert _verdict(guarded, args, kwargs) == want  # a new signature
+    assert _verdict(guarded, args, kwargs) == want  # the same, from the table
