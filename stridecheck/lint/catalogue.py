@@ -149,13 +149,15 @@ def make_finding(
     severity: str | None = None,
     fix: Fix | None = None,
     related=(),
+    group: str = "",
     **fields: object,
 ) -> Finding:
     """A finding whose message and hint are the catalogue's templates filled with ``fields``.
 
     ``preview=True`` marks a lower-tier finding (reported only with ``--preview``, severity
     ``info`` unless given). ``related`` lists the other places of the same defect, as
-    :class:`~stridecheck.lint.model.Related` or ``(path, span[, note])`` tuples.
+    :class:`~stridecheck.lint.model.Related` or ``(path, span[, note])`` tuples; ``group`` is the
+    rule's key of the defect, by which copies of it in other files are merged into one finding.
     """
     rule = get(code)
     message = rule.message.format(**fields)
@@ -163,4 +165,4 @@ def make_finding(
     if severity is None:
         severity = "info" if preview else rule.severity
     rel = tuple(r if isinstance(r, Related) else Related(*r) for r in related)
-    return Finding(path, span, code, message, severity, hint, preview, fix, rel)
+    return Finding(path, span, code, message, severity, hint, preview, fix, rel, group)

@@ -432,6 +432,9 @@ class Finding:
     preview: bool = False  # reported only with --preview (the lower tier)
     fix: Fix | None = None
     related: tuple[Related, ...] = ()  # the other places of the same defect
+    # What makes two findings one defect across files (a vendored copy of a kernel): the rule's
+    # own key (kernel, pointer, parameter...); empty for findings never merged. Not reported.
+    group: str = ""
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.line, self.span.column, self.code)

@@ -44,4 +44,29 @@ def run_checks(models: Sequence[ModuleModel], options, errors: list[str] | None 
             errors.append(f"{name}: {type(exc).__name__}: {exc}{where}")
             continue
         findings.extend(found)
-    return findings
+    return merge_copies(findings)
+
+
+def merge_copies(findings: list[Finding]) -> list[Finding]:
+    """One finding per defect across files: findings of one rule with the same ``group`` and
+    message in several files (a kernel vendored into another package, a copied helper) become
+    the first one (by path), with the others' places as related locations."""
+    from dataclasses import replace
+
+    from stridecheck.lint.model import Related
+
+    by_key: dict[tuple, list[Finding]] = {}
+    out: list[Finding] = []
+    for f in findings:
+        if f.group:
+            by_key.setdefault((f.code, f.group, f.message, f.preview), []).append(f)
+        else:
+            out.append(f)
+    for same in by_key.values():
+        same.sort(key=Finding.sort_key)
+        first = same[0]
+        extra = [Related(f.path, f.span, "the same defect in a copy") for f in same[1:] if f.path != first.path]
+        extra += [r for f in same[1:] for r in f.related]
+        out.append(replace(first, related=first.related + tuple(extra)) if extra else first)
+        out.extend(f for f in same[1:] if f.path == first.path)
+    return out

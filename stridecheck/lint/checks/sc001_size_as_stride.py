@@ -108,7 +108,7 @@ def check(tree, options):
                 # One pointer stepped by a stride for one dimension and by a size for another is
                 # itself the evidence (the launches can only clear it, by packing the tensor).
                 yield make_finding(
-                    CODE, model.path, term.span,
+                    CODE, model.path, term.span, group=f"{kernel.name}:{access.pointer}:{term.text}",
                     product=term.text, pointer=access.pointer, size=term.step.text,
                     tensor=tensor_of(access.pointer), dim=term_dimension(access, term),
                     evidence=f" ({layout.why})" if layout.default_tier else "",

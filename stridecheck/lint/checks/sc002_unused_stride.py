@@ -85,6 +85,6 @@ def check(tree, options):
             wholesale = len(owner_strides) >= 1 and not any(q in kernel.used_params for q in owner_strides)
             lower = last or wholesale or not _stepped_by_another(kernel, accesses, owner)
             yield make_finding(
-                CODE, model.path, p.span, preview=lower,
+                CODE, model.path, p.span, preview=lower, group=f"{kernel.name}:{p.name}",
                 stride=p.name, pointer=owner, tensor=tensor_of(owner),
             )

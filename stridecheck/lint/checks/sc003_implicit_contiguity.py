@@ -83,14 +83,19 @@ def check(tree, options):
                 continue
             written = any(a.writes for a in kernel.accesses if a.pointer == p.name)
             tensor = next((o.text for o in passed if o.kind is OriginKind.TENSOR), tensor_word(p.name))
-            for span, product, size in steps:
-                key = (model.path, span)
-                if key in reported:
-                    continue
-                reported.add(key)
-                yield make_finding(
-                    "SC003", model.path, span, preview=not layout.default_tier,
-                    product=product, pointer=p.name, size=size, tensor=tensor,
-                    detail=layout.why if layout.default_tier else f"assumes packed inner dimensions ({layout.why})",
-                    advice=_advice(kernel, p.name, tensor, written, layout),
-                )
+            # One finding per pointer (the packing it assumes), at its first size step; the
+            # other products that rely on it are related locations.
+            steps = sorted({st for st in steps if (model.path, st[0]) not in reported},
+                           key=lambda st: (st[0].line, st[0].column))
+            if not steps:
+                continue
+            reported.update((model.path, st[0]) for st in steps)
+            span, product, size = steps[0]
+            yield make_finding(
+                "SC003", model.path, span, preview=not layout.default_tier,
+                related=[(model.path, st[0]) for st in steps[1:] if st[0] != span],
+                group=f"{kernel.name}:{p.name}",
+                product=product, pointer=p.name, size=size, tensor=tensor,
+                detail=layout.why if layout.default_tier else f"assumes packed inner dimensions ({layout.why})",
+                advice=_advice(kernel, p.name, tensor, written, layout),
+            )

@@ -124,7 +124,7 @@ def check(tree, options):
             reported.add(key)
             fix = shape_fix(o, pointer_arg, _expected_dim(kernel, name, pointer, pointer_arg, bl.bound))
             yield make_finding(
-                "SC004", bl.module.path, o.span, fix=fix,
+                "SC004", bl.module.path, o.span, fix=fix, group=f"{bl.launch.launcher}:{kernel.name}:{name}",
                 arg=o.text, what=what, param=name, kernel=kernel.name,
                 suggestion=f"`{fix.edits[0].replacement}`" if fix else "the tensor's `.stride(i)`",
             )

@@ -31,10 +31,13 @@ def _fam(o):
 
 
 def _in_kernel(tree, reported):
+    """One finding per (kernel, pointer, tensor whose strides it borrows): the first term, with
+    the kernel's other terms of the same borrowing as related locations."""
     for model, kernel in judged_kernels(tree):
         named = pair_by_name(kernel)
         mine = own_strides(kernel, named)
         launches = tree.launches_of(model, kernel)
+        groups: dict[tuple, list] = {}
         for acc in kernel.accesses:
             p = acc.pointer
             if p is None:
@@ -49,19 +52,27 @@ def _in_kernel(tree, reported):
                     verdict = _judge(tree, launches, s, p, named, mine)
                     if verdict is None:
                         continue
-                    preview, owner, why = verdict
-                    key = (model.path, term.span, s)
-                    if key in reported:
-                        continue
-                    reported.add(key)
-                    own = mine.get(p)
-                    yield make_finding(
-                        "SC005", model.path, term.span, preview=preview,
-                        product=term.text, pointer=p, stride=s, owner=owner,
-                        detail=f"`{term.text}` steps `{p}` by `{s}`, a stride of `{owner}`; "
-                        + (f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in own)})" if own
-                           else f"pass and use `{p}`'s own strides") + (f" ({why})" if why else ""),
-                    )
+                    groups.setdefault((p, verdict[1]), []).append((term, s, verdict))
+        for (p, owner), items in groups.items():
+            items.sort(key=lambda it: (it[0].span.line, it[0].span.column))
+            term, s, (preview, _, why) = items[0]
+            key = (model.path, term.span, s)
+            if key in reported:
+                continue
+            reported.add(key)
+            reported.update((model.path, t.span, x) for t, x, _ in items)
+            own = mine.get(p)
+            strides = sorted({x for _, x, _ in items})
+            related = sorted({t.span for t, _, _ in items if t.span != term.span}, key=lambda sp: (sp.line, sp.column))
+            yield make_finding(
+                "SC005", model.path, term.span, preview=all(v[0] for _, _, v in items),
+                related=[(model.path, sp) for sp in related], group=f"{kernel.name}:{p}:{owner}",
+                product=term.text, pointer=p, stride=s, owner=owner,
+                detail=f"`{term.text}` steps `{p}` by `{s}`, a stride of `{owner}`"
+                + (f" (and {', '.join(f'`{x}`' for x in strides if x != s)})" if len(strides) > 1 else "") + "; "
+                + (f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in own)})" if own
+                   else f"pass and use `{p}`'s own strides") + (f" ({why})" if why else ""),
+            )
 
 
 def _judge(tree, launches, stride, pointer, named, mine):
@@ -181,7 +192,7 @@ def _emit(bl, o, name, reported, fix, detail):
     if key in reported:
         return
     reported.add(key)
-    yield make_finding("SC005", bl.module.path, o.span, fix=fix,
+    yield make_finding("SC005", bl.module.path, o.span, fix=fix, group=f"{bl.launch.launcher}:{bl.kernel.name}:{name}",
                        product=o.text, pointer="", stride=name, owner="", detail=detail)
 
 

@@ -151,6 +151,7 @@ def check(tree, options):
             related = tuple(sorted({t.span for t in terms if t.span != first.span}, key=lambda s: (s.line, s.column)))
             yield make_finding(
                 CODE, model.path, first.span, related=[(model.path, s) for s in related],
+                group=f"{kernel.name}:{pointer}:{first.index.text}",
                 product=first.text, pointer=pointer, step=first.step.text, origin=origin,
                 example=_example(first.step.text),
             )

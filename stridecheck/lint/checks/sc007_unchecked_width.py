@@ -49,7 +49,7 @@ def check(tree, options):
             continue
         written, o, size, acc = hit
         yield make_finding(
-            "SC007", bl.module.path, bl.launch.span,
+            "SC007", bl.module.path, bl.launch.span, group=f"{bl.launch.launcher}:{bl.kernel.name}:{acc.pointer}",
             kernel=bl.kernel.name, pointer=acc.pointer, tensor=written.text, size=size,
             source=o.text if o.text != size else (f"{o.tensor}.shape[{o.dim}]" if o.dim is not None else f"{o.tensor}.shape[...]"),
             other=o.tensor,
