@@ -1477,7 +1477,9 @@ class _Collector:
         """What one expression is, as far as the launcher shows (span/text filled by the caller)."""
         lit = _int_literal(node)
         if lit is not None:
-            return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=lit)
+            return ArgOrigin(OriginKind.LITERAL, "", _NO_SPAN, literal=lit, const=repr(lit))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (bool, str, float, type(None))):
+            return ArgOrigin(OriginKind.OTHER, "", _NO_SPAN, const=repr(node.value))
         name = _name(node)
         if name is not None:
             known = state.ints.get(name)

@@ -116,6 +116,38 @@ def launch_roles(kernel: Kernel, launches: Sequence["BoundLaunch"]) -> dict[str,
     return out
 
 
+def _dead(access, kernel: Kernel, launches) -> bool:
+    """Whether every launch compiles ``access`` away: a branch it sits under tests a parameter
+    (a ``tl.constexpr``, or a ``None`` argument, which Triton specialises) that each launch sets,
+    or leaves at its default, to a value failing the test (``if HAS_SHIFT:`` and ``HAS_SHIFT=False``)."""
+    import ast as _ast
+
+    if not access.conditions or not launches:
+        return False
+    for bl in launches:
+        killed = False
+        for c in access.conditions:
+            p = kernel.param(c.param)
+            if p is None or (c.test != "none" and not p.constexpr):
+                continue
+            o = bl.bound.get(c.param)
+            text = o.const if o is not None else p.default
+            if o is not None and o.const is None:
+                continue
+            if text is None:
+                continue
+            try:
+                value = _ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                continue
+            if c.holds(value) is False:
+                killed = True
+                break
+        if not killed:
+            return False
+    return True
+
+
 def _path_keys(path: str) -> list[str]:
     """Dotted suffixes a module at ``path`` may be imported as: a/b/pkg/k.py -> k, pkg.k, b.pkg.k..."""
     parts = path.replace("\\", "/").split("/")
@@ -356,6 +388,9 @@ class Tree:
             kernel = bls[0].kernel
             roles = launch_roles(kernel, bls)
             refined = refine_kernel(kernel, roles)
+            live = [a for a in refined.accesses if not _dead(a, refined, bls)]
+            if len(live) != len(refined.accesses):
+                refined = replace(refined, accesses=live)
             if refined is kernel:
                 continue
             kmodel = by_model[id(bls[0].kernel_module)]

@@ -299,6 +299,9 @@ class ArgOrigin:
     dtype: str | None = None  # TENSOR: "int64", "int32", ... when the launcher shows it
     # TENSOR: tensors a dominating check shows to have the same strides (`assert a.stride() == b.stride()`).
     same_strides: tuple[str, ...] = ()
+    # The Python constant the argument is, as source (`False`, `None`, `'gelu'`, `4`): what a
+    # `tl.constexpr` branch is specialised on. None when it is not a constant.
+    const: str | None = None
 
 
 @dataclass(slots=True)
