@@ -33,3 +33,28 @@ def cli(monkeypatch):
         return Run(result)
 
     return run
+
+
+@pytest.fixture
+def lint_files(tmp_path):
+    """``lint_files({"pkg/m.py": source, ...}, preview=False, select=None)`` -> findings of the
+    whole tree, through the real engine (discovery of the written files, every rule, selection,
+    suppression), sorted; paths are relative to the tree. Sources are dedented."""
+    import textwrap
+
+    from stridecheck.lint.engine import FileInput, RunOptions, lint
+
+    def run(files: dict[str, str], preview: bool = False, select=None):
+        for rel, src in files.items():
+            path = tmp_path / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(src), encoding="utf-8")
+        inputs = [FileInput(str(tmp_path / rel)) for rel in files]
+        options = RunOptions(select=tuple(select) if select else None, preview=preview, jobs=1, root=tmp_path)
+        result = lint(inputs, options)
+        assert result.internal_errors == []
+        for f in result.findings:
+            object.__setattr__(f, "path", str(Path(f.path).relative_to(tmp_path)))
+        return result.findings
+
+    return run

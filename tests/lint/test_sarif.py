@@ -87,3 +87,16 @@ def test_cli_sarif_validates(tmp_path, cli, validator):
     (result,) = log["runs"][0]["results"]
     assert result["ruleId"] == "SC000" and result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "k.py"
     assert run.code == 1
+
+
+def test_related_locations_validate_and_point_at_every_place(validator):
+    from stridecheck.lint.model import Related
+
+    f = Finding("src/k.py", Span(3, 21, 3, 37), "SC005", "message", "error",
+                related=(Related("src/k.py", Span(5, 9, 5, 20)), Related("vendor/k.py", Span(3, 21, 3, 37), "a copy")))
+    log = report_sarif.sarif_log([f], _lines("a\n", "b\n", "c\n", "d\n", "e\n"))
+    validator.validate(log)
+    rel = log["runs"][0]["results"][0]["relatedLocations"]
+    assert [(r["physicalLocation"]["artifactLocation"]["uri"], r["physicalLocation"]["region"]["startLine"]) for r in rel] \
+        == [("src/k.py", 5), ("vendor/k.py", 3)]
+    assert rel[1]["message"]["text"] == "a copy" and "message" not in rel[0]

@@ -1,0 +1,150 @@
+"""Layout provenance across functions (issue 18): where a tensor that reaches a kernel came from
+decides whether a layout assumption is reported, and in which tier. Packed in a caller, an
+allocating ``__init__`` or a decorator: silent; a strided view on the way: live; a public entry
+point's argument unchecked: certain latent; the rest: preview. Each test lints a small tree."""
+
+from __future__ import annotations
+
+import pytest
+
+KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rows_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def _row_sums(x):
+    out = torch.empty(x.shape[0], device=x.device)
+    _rows_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+'''
+
+
+def sc003(findings):
+    return [(f.path, f.preview, f.message) for f in findings if f.code == "SC003"]
+
+
+@pytest.mark.parametrize(
+    "caller, expected",
+    [
+        ("def row_sums(x):\n    return _row_sums(x.contiguous())\n", None),  # packed by the caller
+        ("def row_sums(x):\n    return _row_sums(torch.empty(4, 8))\n", None),  # allocated
+        ("def row_sums(x):\n    return _row_sums(x[:, :8])\n", "live"),  # a strided view
+        ("def row_sums(x):\n    return _row_sums(x)\n", "latent"),  # a public entry point's argument
+        ("def _row_sums2(x):\n    return _row_sums(x)\n", "preview"),  # private, its callers out of view
+    ],
+)
+def test_the_callers_decide_the_layout_and_the_tier(lint_files, caller, expected):
+    found = sc003(lint_files({"pkg/__init__.py": "", "pkg/kernels.py": KERNEL,
+                              "pkg/api.py": "import torch\nfrom pkg.kernels import _row_sums\n\n\n" + caller},
+                             preview=True))
+    if expected is None:
+        assert found == []
+        return
+    assert len(found) == 1
+    path, preview, message = found[0]
+    assert path == "pkg/kernels.py" and preview == (expected == "preview")
+    if expected == "live":
+        assert "strided view" in message and "row_sums" in message
+    if expected == "latent":
+        assert "public entry point" in message and "`row_sums`" in message
+
+
+def test_a_caller_in_a_file_without_triton_beside_the_kernel_is_read(lint_files):
+    # `api.py` never mentions triton: the engine does not model it; the tree reads it for its
+    # calls when a layout is asked of `_row_sums`'s argument.
+    found = lint_files({"pkg/__init__.py": "", "pkg/kernels.py": KERNEL,
+                        "pkg/api.py": "from pkg.kernels import _row_sums\n\n\ndef f(x):\n    return _row_sums(x.contiguous())\n"},
+                       preview=True)
+    assert sc003(found) == []
+
+
+def test_an_autograd_function_and_a_decorator_settle_the_layout(lint_files):
+    api = '''
+import torch
+from pkg.kernels import _row_sums
+
+
+def ensure_contiguous(fn):
+    return fn
+
+
+class RowSums(torch.autograd.Function):
+    @staticmethod
+    @ensure_contiguous
+    def forward(ctx, x):
+        return _row_sums(x)
+
+
+def row_sums(x):
+    return RowSums.apply(x)
+'''
+    found = lint_files({"pkg/__init__.py": "", "pkg/kernels.py": KERNEL, "pkg/api.py": api}, preview=True)
+    assert sc003(found) == []
+    # Without the decorator, `forward` of an autograd Function is an entry point of its own.
+    found = lint_files({"pkg/__init__.py": "", "pkg/kernels.py": KERNEL,
+                        "pkg/api.py": api.replace("    @ensure_contiguous\n", "")}, preview=True)
+    assert [(p, prev) for p, prev, _ in sc003(found)] == [("pkg/kernels.py", False)]
+
+
+def test_an_attribute_every_assignment_of_which_allocates_is_packed(lint_files):
+    src = KERNEL[:KERNEL.index("def _row_sums")] + '''
+
+class Pool:
+    def __init__(self, n, d):
+        self.buf = torch.zeros(n, d)
+
+    def sums(self):
+        out = torch.empty(self.buf.shape[0])
+        _rows_kernel[(self.buf.shape[0],)](out, self.buf, self.buf.shape[1], BLOCK=64)
+        return out
+'''
+    assert sc003(lint_files({"m.py": src}, preview=True)) == []
+    reassigned = src.replace("    def sums(self):", "    def swap(self, x):\n        self.buf = x\n\n    def sums(self):")
+    assert len(sc003(lint_files({"n.py": reassigned}, preview=True))) == 1
+
+
+def test_empty_like_keeps_the_strides_of_its_source(lint_files):
+    src = KERNEL.replace(
+        "    out = torch.empty(x.shape[0], device=x.device)\n    _rows_kernel[(x.shape[0],)](out, x,",
+        "    y = torch.empty_like(x)\n    out = torch.empty(x.shape[0], device=x.device)\n    _rows_kernel[(x.shape[0],)](out, y,",
+    ).replace("def _row_sums(x):", "def row_sums(x):")
+    found = sc003(lint_files({"m.py": src}, preview=True))
+    assert len(found) == 1 and not found[0][1] and "made like `x`" in found[0][2]
+
+
+DEAD = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mod_kernel(x_ptr, shift_ptr, out_ptr, n_cols, x_stride, HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * x_stride + cols, mask=cols < n_cols)
+    if HAS_SHIFT:
+        x += tl.load(shift_ptr + row * n_cols + cols, mask=cols < n_cols)
+    tl.store(out_ptr + row * x_stride + cols, x, mask=cols < n_cols)
+
+
+def modulate(x, shift):
+    out = torch.empty_like(x)
+    _mod_kernel[(x.shape[0],)](x, shift, out, x.shape[1], x.stride(0), HAS_SHIFT=FLAG, BLOCK=128)
+    return out
+'''
+
+
+@pytest.mark.parametrize("flag, reported", [("False", False), ("True", True), ("shift is not None", True)])
+def test_code_a_launch_compiles_away_is_not_judged(lint_files, flag, reported):
+    found = lint_files({"m.py": DEAD.replace("FLAG", flag)}, preview=True)
+    assert any(f.code == "SC003" and "shift_ptr" in f.message for f in found) is reported
