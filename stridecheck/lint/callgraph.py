@@ -303,8 +303,10 @@ def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
             continue
         params = _params(fn)
         qual = f"{cls}.{fn.name}" if cls else fn.name
+        autograd = bool(cls) and fn.name in ("forward", "backward") and any("Function" in b for b in bases)
         out[qual] = FunctionInfo(qual, tuple(params), public_entry(fn.name, cls, bases, names),
-                                 tuple(sorted(_contiguous_at_entry(fn, params))), "stride_guard" in names, fn.lineno)
+                                 tuple(sorted(_contiguous_at_entry(fn, params))), "stride_guard" in names, fn.lineno,
+                                 autograd)
     return out
 
 

@@ -369,6 +369,7 @@ class FunctionInfo:
     contiguous_params: tuple[str, ...] = ()  # made contiguous at entry by a decorator
     guarded: bool = False  # wrapped by @stride_guard
     line: int = 0
+    autograd: bool = False  # `forward`/`backward` of an autograd Function: it runs in training
 
 
 # ----------------------------------------------------------------------------- module

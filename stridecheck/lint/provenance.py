@@ -200,3 +200,24 @@ def step_layout(tree, launches, pointer: str, sizes) -> Layout:
     """A pointer stepped by the logical sizes ``sizes`` next to a stride of its own: a foreign
     extent is ``live`` (see :func:`foreign_extent`); else as :func:`kernel_layout`."""
     return foreign_extent(launches, pointer, sizes) or kernel_layout(tree, launches, pointer)
+
+
+def runs_in_training(tree, bl, depth: int = 0, seen=None) -> bool:
+    """Whether a launch's launcher is, or is called (a few calls up) from, the ``forward`` or
+    ``backward`` of an autograd Function: the kernel serves training, where a batch holds
+    hundreds of thousands of tokens."""
+    launch = bl.launch
+    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    return bool(qual) and _autograd_above(tree, bl.module, qual, 0, set())
+
+
+def _autograd_above(tree, model, qualname: str, depth: int, seen: set) -> bool:
+    info = model.functions.get(qualname)
+    if info is None or (id(model), qualname) in seen:
+        return False
+    if info.autograd:
+        return True
+    if depth >= MAX_DEPTH or tree is None:
+        return False
+    seen.add((id(model), qualname))
+    return any(_autograd_above(tree, cm, site.caller, depth + 1, seen) for cm, site in tree.callers_of(model, qualname))

@@ -1,5 +1,5 @@
 """SC006 reports only products that can pass 2**31 - 1, once per (kernel, pointer, index), with
-the size at which they wrap (issue 17)."""
+the size at which they wrap (issue 17). The rule is opt-in: selected here as a user selects it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,12 @@ HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 
 def sc006(findings):
     return [f for f in findings if f.code == "SC006"]
+
+
+@pytest.fixture
+def lint_files(lint_files):
+    """SC006 is opt-in (see its rule text): these tests select it, as a user does."""
+    return lambda files, **kw: lint_files(files, select=("SC", "SC006"), **kw)
 
 
 def lines(src: str, needle: str) -> list[int]:

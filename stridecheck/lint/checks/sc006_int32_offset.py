@@ -28,6 +28,7 @@ from collections import defaultdict
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import address_accesses, judged_kernels
 from stridecheck.lint.model import IndexSource, OriginKind, StepKind
+from stridecheck.lint.provenance import runs_in_training
 
 CODE = "SC006"
 ROWS, INNER, UNKNOWN = "rows", "inner", "unknown"
@@ -107,6 +108,51 @@ def _int64_source(term, launches) -> bool:
     return True
 
 
+def _boundary_tables(kernel) -> set[str]:
+    """Pointers read at ``i`` and ``i + 1`` (``cu_seqlens``, ``query_start_loc``): cumulative
+    offsets whose values are token rows of a whole packed batch."""
+    seen: dict[str, set] = defaultdict(set)
+    for a in kernel.accesses:
+        if a.op != "load" or a.pointer is None:
+            continue
+        texts = tuple(sorted(t.text for t in a.terms))
+        seen[a.pointer].add(texts)
+    out = set()
+    for p, forms in seen.items():
+        for f in forms:
+            if tuple(sorted(f + ("1",))) in forms:
+                out.add(p)
+                break
+    return out
+
+
+def _wide_evidence(kernel, pointer: str, term, boundaries: set[str]) -> str | None:
+    """Why the rows this product steps can number enough to wrap, when the kernel shows it:
+    the index is a token offset of a packed batch (loaded from a cumulative-offsets table), the
+    kernel walks each row in a loop of column tiles (rows of any width: a vocabulary, a general
+    op's last dimension), or the tensor has a tiled sequence axis under the stepped one
+    (batch x sequence)."""
+    if set(term.index.loaded_from) & boundaries:
+        return "its index is a token offset read from a cumulative-offsets table: the rows of a whole packed batch"
+    for a in kernel.accesses:
+        if a.pointer != pointer:
+            continue
+        strides = {q for q in term.step.params if (k := kernel.param(q)) is not None and k.kind.value == "stride"}
+        if term in a.terms and strides and any(set(t.index.loaded_from) & boundaries and strides & set(t.step.params)
+                                               for t in a.terms if t is not term):
+            return "it steps the rows of a packed batch that a cumulative-offsets table indexes"
+        for t in a.terms:
+            src = t.index.sources
+            if t is not term and t.step.kind is StepKind.UNIT and IndexSource.LOOP in src and IndexSource.ARANGE in src:
+                return "the kernel walks each row in a loop of column tiles, so a row can be as wide as a vocabulary"
+        stepped = [t for t in a.terms if t is not term and t.step.kind in (StepKind.STRIDE, StepKind.SIZE)]
+        tiled = [t for t in stepped if IndexSource.ARANGE in t.index.sources or IndexSource.LOOP in t.index.sources
+                 or len(t.step.params) > 1]
+        if len(stepped) >= 2 and tiled and term.index.sources & {IndexSource.PROGRAM_ID}:
+            return "the tensor has a tiled sequence axis under the one it steps: batch x sequence elements"
+    return None
+
+
 def _example(step: str) -> str:
     return f"e.g. at row 524,288 when `{step}` is 4,096"
 
@@ -145,13 +191,22 @@ def check(tree, options):
                 if _int64_source(term, launches):
                     continue
                 groups[(access.pointer, term.index.text)].append(term)
+        training = None
+        boundaries = _boundary_tables(kernel)
         for (pointer, _), terms in groups.items():
             first = min(terms, key=lambda t: (t.span.line, t.span.column))
             origin = "a loaded value" if IndexSource.LOADED in first.index.sources else "a program id"
             related = tuple(sorted({t.span for t in terms if t.span != first.span}, key=lambda s: (s.line, s.column)))
+            why = _wide_evidence(kernel, pointer, first, boundaries)
+            if why is None:
+                if training is None:
+                    training = bool(launches) and any(runs_in_training(tree, bl) for bl in launches)
+                if training:
+                    why = "the kernel runs in training (an autograd Function launches it), where a batch holds hundreds of thousands of tokens"
             yield make_finding(
                 CODE, model.path, first.span, related=[(model.path, s) for s in related],
                 group=f"{kernel.name}:{pointer}:{first.index.text}",
                 product=first.text, pointer=pointer, step=first.step.text, origin=origin,
                 example=_example(first.step.text),
+                evidence=f" ({why})" if why else "",
             )
