@@ -69,6 +69,9 @@ class Rule:
     bad: tuple[Example, ...] = field(default=())
     good: tuple[Example, ...] = field(default=())
     source: str = ""  # the file it was read from
+    # Named message templates for the rule's other forms (`[messages] implicit_unit = "..."`);
+    # ``message`` is the one named "default".
+    messages: dict = field(default_factory=dict)
 
 
 class CatalogueError(Exception):
@@ -109,6 +112,7 @@ def _rule_from_toml(path: Path) -> Rule:
             bad=tuple(Example(e.get("description", ""), e["code"]) for e in data.get("bad", ())),
             good=tuple(Example(e.get("description", ""), e["code"]) for e in data.get("good", ())),
             source=str(path),
+            messages=dict(data.get("messages", {})),
         )
     except KeyError as exc:
         raise CatalogueError(f"{path}: missing key {exc.args[0]!r}") from exc
@@ -150,6 +154,7 @@ def make_finding(
     fix: Fix | None = None,
     related=(),
     group: str = "",
+    template: str = "default",
     **fields: object,
 ) -> Finding:
     """A finding whose message and hint are the catalogue's templates filled with ``fields``.
@@ -157,10 +162,13 @@ def make_finding(
     ``preview=True`` marks a lower-tier finding (reported only with ``--preview``, severity
     ``info`` unless given). ``related`` lists the other places of the same defect, as
     :class:`~stridecheck.lint.model.Related` or ``(path, span[, note])`` tuples; ``group`` is the
-    rule's key of the defect, by which copies of it in other files are merged into one finding.
+    rule's key of the defect, by which copies of it in other files are merged into one finding;
+    ``template`` names the message (the rule's ``[messages]`` table; "default": ``message``).
     """
     rule = get(code)
-    message = rule.message.format(**fields)
+    if template != "default" and template not in rule.messages:
+        raise CatalogueError(f"{code} has no message template {template!r}")
+    message = (rule.message if template == "default" else rule.messages[template]).format(**fields)
     hint = rule.hint.format(**fields) if rule.hint else None
     if severity is None:
         severity = "info" if preview else rule.severity

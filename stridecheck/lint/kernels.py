@@ -405,6 +405,8 @@ class _Walker:
             v = self.eval(s.value)
             for t in s.targets:
                 self.assign(t, s.value, v)
+            if self.alts and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                self._alternatives_through(s.targets[0].id, s.value, v)
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.assign(s.target, s.value, self.eval(s.value))
@@ -515,6 +517,25 @@ class _Walker:
     def _branch_conditions(self, test: ast.expr) -> tuple[tuple[Condition, ...], tuple[Condition, ...]]:
         """The conditions of an ``if``'s body and of its ``else``."""
         return tuple(self._condition(test, True) or ()), tuple(self._condition(test, False) or ())
+
+    def _alternatives_through(self, target: str, value: ast.expr, v: _Value) -> None:
+        """`x_ptrs = x_ptr + pid * stride_xb` where `stride_xb` holds another value on another
+        if-arm (64-bit on one, 32-bit on the other): `x_ptrs` holds the matching other values."""
+        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in self.alts and n.id in self.env}
+        if not names:
+            self.alts.pop(target, None)
+            return
+        got: list[_Value] = []
+        for name in sorted(names):
+            saved = self.env[name]
+            for alt in self.alts[name]:
+                self.env[name] = alt
+                other = self.eval(value)
+                if other is not v and len(got) < _MAX_ALTERNATIVES:
+                    got.append(other)
+            self.env[name] = saved
+        if got:
+            self.alts[target] = got
 
     def _keep_alternatives(self, other: dict, current: dict) -> None:
         for name, v in other.items():

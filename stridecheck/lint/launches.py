@@ -124,6 +124,7 @@ class _Tensor:
     alloc_call: str | None = None  # returned by an imported function (resolved by the linker)
     opaque: bool = False  # returned by a call we know nothing of (a table of data pointers, a view...)
     view: bool = False  # a slice, transpose, permute, expand... made in the launcher: strided for sure
+    inner: bool = False  # ... whose innermost stride is not 1 (`x.t()`, `x.unbind(-1)`, `x[..., 0]`)
     dtype: str | None = None  # "int64", "int32", ... when the allocation or a conversion shows it
 
 
@@ -1374,6 +1375,23 @@ class _Collector:
                     _NO_SPAN, tensor=tensor, dim=dim, ndim=ndim,
                 )
             return
+        if isinstance(value, ast.Call) and (m := _method(value)) is not None and m[1] in (
+                "unbind", "chunk", "split", "tensor_split"):
+            # `b, a = ba.view(t, h, 2).unbind(-1)`: parts of one tensor; split along an inner
+            # dimension they are strided views (their inner stride is the parts' count).
+            base = self.tensor_name(m[0]) or (_method(m[0])[0] if isinstance(m[0], ast.Call) and _method(m[0]) else None)
+            base_name = self.tensor_name(base) if base is not None and not isinstance(base, str) else base
+            dim = _kwarg(value, "dim")
+            pos = _positional(value)
+            if dim is None:
+                dim = pos[0] if m[1] == "unbind" and pos else (pos[1] if len(pos) > 1 else None)
+            d = _int_literal(dim) if dim is not None else 0
+            inner = d is None or d != 0
+            for e in elements:
+                if isinstance(e, ast.Name):
+                    state.tensors[e.id] = _Tensor(family=self.family(base_name, state) if base_name else e.id,
+                                                  view=inner, inner=inner and (d == -1 or d is None))
+            return
         if isinstance(value, ast.Attribute) and value.attr == "saved_tensors":
             saved = self.saved.get(self._class)
             if saved is not None and len(saved) == len(elements):
@@ -1414,11 +1432,15 @@ class _Collector:
                 # `logits[:, :vocab]`, `x[..., 1:]`: a slice view made right here.
                 base = self.tensor_name(node.value)
                 if base is not None and not (dotted(node.value) or "").endswith(("shape", "stride")):
-                    return _Tensor(family=self.family(base, state), view=strided_subscript(elements))
+                    last = elements[-1] if elements else None
+                    inner = len(elements) > 1 and (not isinstance(last, ast.Slice) or last.step is not None) and not (
+                        isinstance(last, ast.Constant) and last.value in (None, Ellipsis))
+                    return _Tensor(family=self.family(base, state), view=strided_subscript(elements),
+                                   inner=inner and strided_subscript(elements))
         if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
             base = self.tensor_name(node.value)
             if base is not None:
-                return _Tensor(family=self.family(base, state), view=True)
+                return _Tensor(family=self.family(base, state), view=True, inner=True)
         if isinstance(node, ast.IfExp):
             # `x if x.is_contiguous() else x.contiguous()`
             body_state = state.copy()
@@ -1470,7 +1492,8 @@ class _Collector:
             if meth in _KEEPS_CONTIGUITY:
                 return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam)
             if meth in _VIEWS:
-                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS)
+                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS,
+                               inner=meth in ("t", "transpose", "permute", "movedim", "mT", "T"))
         return None
 
     def origin(self, node, state: _State) -> ArgOrigin:
@@ -1637,7 +1660,8 @@ class _Collector:
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
-                         unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype)
+                         unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype,
+                         inner_strided=facts.inner)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -1849,6 +1873,17 @@ def _comparisons(test, truth: bool = True):
         elif isinstance(n, ast.BoolOp):
             if isinstance(n.op, ast.And) == t:
                 stack.extend((v, t) for v in n.values)
+            elif isinstance(n.op, ast.And) and not t:
+                # `if t is not None and t.shape != (m, n): raise`: where t is a tensor at all, the
+                # rest is false (where it is None, nothing reaches an address).
+                guarded = {dotted(v.left) for v in n.values if isinstance(v, ast.Compare) and len(v.ops) == 1
+                           and isinstance(v.ops[0], ast.IsNot) and _is_none(v.comparators[0])}
+                guarded.discard(None)
+                if guarded:
+                    rest = [v for v in n.values if not (isinstance(v, ast.Compare) and len(v.ops) == 1
+                                                        and isinstance(v.ops[0], ast.IsNot))]
+                    if len(rest) == 1 and guarded & {d for x in ast.walk(rest[0]) if (d := dotted(x))}:
+                        stack.append((rest[0], False))
         elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
             stack.append((n.operand, not t))
         elif isinstance(n, ast.Call) and (dotted(n.func) or "") == ("all" if t else "any") and _nargs(n):

@@ -288,6 +288,7 @@ class ArgOrigin:
     # TENSOR: made in the launcher by a slice of an inner dimension, a transpose, permute, expand...
     # (`logits = padded[:, :vocab]`): provably *not* packed.
     strided_view: bool = False
+    inner_strided: bool = False  # TENSOR: ... a view whose innermost stride is not 1 (`x.t()`, `x.unbind(-1)`)
     # TENSOR: dimensions (as written, e.g. -1) whose stride a dominating check in the launcher pins
     # to 1 (`assert t.stride(-1) == 1`, `assert t.stride()[-1] == 1`, `if t.stride(1) != 1: raise`).
     unit_strides: tuple[int, ...] = ()

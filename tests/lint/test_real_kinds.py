@@ -56,25 +56,6 @@ MISSED = {
         " the program id, whose grid is `b * s` (dimensions 0 and 1 flattened); the dimension a stride"
         " belongs to is not compared with a grid over flattened dimensions"
     ),
-    ("rmsnorm_stride_dropped_second_pass.py", "SC005", "x = tl.load(X + cols, mask=mask"): (
-        "issue 16: `cols` steps `X` by `x_stride1` in the first pass and by an implicit 1 in the second;"
-        " no rule compares the accesses of one pointer, and SC002 is silent because `x_stride1` does reach"
-        " one address"
-    ),
-    ("gate_heads_unit_stride_view.py", "SC003", "a_ptr + t * stride_a_tok + h"): (
-        "issue 16: SC003 skips unit-step indexes, but `h` steps `a_ptr` by an implicit 1 while the launcher"
-        " passes `a` from `ba.view(n_tok, n_heads, 2).unbind(-1)`, whose head stride is 2"
-    ),
-    ("gate_heads_unit_stride_view.py", "SC003", "b_ptr + t * stride_b_tok + h"): (
-        "issue 16: as for `a`: `b` comes from `unbind(-1)` of a [T, H, 2] view, head stride 2, and the"
-        " kernel steps heads by 1"
-    ),
-    ("int64_strides_behind_switch.py", "SC006", "x_ptrs = x_ptr + off_b * stride_xb"): (
-        "issue 17: `stride_xb` is `tl.cast(stride_xb_in, tl.int64)` under `if USE_INT64_STRIDES:` and plain"
-        " `stride_xb_in` in the else branch (the launch passes the module default False); built into the"
-        " local `x_ptrs` first, the product is judged 64-bit, while the same product inlined in `tl.load`"
-        " (and the output's, line below) is reported"
-    ),
     ("banned_token_ids_unchecked.py", "SC007", "_ban_tokens_kernel[(n_rows,)]("): (
         "issue 16: the store's column is a value loaded from `banned_ids`, with no mask against the width of"
         " `logits`; SC007 only judges mask bounds taken from another tensor's extent, not an unbounded"
@@ -83,21 +64,7 @@ MISSED = {
 }
 
 # Files the default tier reports on lines nobody annotated: file -> why the report is wrong.
-EXTRA = {
-    "kv_tile_swapped_strides.py": (
-        "issue 16: the crossed strides are a kernel defect (lines 22-23, reported there), but the four"
-        " arguments of the correct launch (line 48) are reported as SC005 too, each as a stride of one"
-        " tensor stepping the other's pointer"
-    ),
-    "saved_preact_output_stride.py": (
-        "SC007 reports `pre_out` as unchecked, but the launcher raises on `pre_out.shape != (m, n)`: a"
-        " comparison of the whole shape with a tuple is not read as a width check"
-    ),
-    "saved_preact_output_stride_fixed.py": (
-        "SC007 reports `pre_out` as unchecked, but the launcher raises on `pre_out.shape != (m, n)`: a"
-        " comparison of the whole shape with a tuple is not read as a width check"
-    ),
-}
+EXTRA: dict[str, str] = {}
 
 
 def expected(path: Path) -> set[tuple[int, str]]:

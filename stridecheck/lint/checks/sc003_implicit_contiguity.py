@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
-from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
 from stridecheck.lint.provenance import PACKED, kernel_layout
 from stridecheck.lint.stride_pairs import stride_named
 
@@ -60,6 +60,36 @@ def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
             f"(`{tensor} = {tensor}.contiguous()`) or check it (`@stride_guard`)")
 
 
+def _implicit_unit_stride(model, kernel, pointer: str, launches, reported):
+    """The innermost index walks elements with an implicit stride of 1 (`a_ptr + t * stride_t + h`)
+    while a launch passes a view whose innermost stride is not 1 (`b, a = ba.view(t, h, 2).unbind(-1)`,
+    `x.t()`, `x[..., 0]`): the kernel reads every other element's neighbour. Only where the
+    launch side shows the view (live): an inner stride of 1 is what almost every caller passes."""
+    views = [o for bl in launches if (o := bl.bound.get(pointer)) is not None and o.inner_strided]
+    if not views:
+        return
+    # Reported at the access (the walking index is often named far from it: `h = tl.arange(...)`).
+    found = sorted({(a.span, t.text) for a in kernel.accesses if a.pointer == pointer and not a.byte_record
+                    and not a.via_block for t in a.terms
+                    if t.step.kind is StepKind.UNIT and IndexSource.ARANGE in t.index.sources},
+                   key=lambda x: (x[0].line, x[0].column))
+    if not found:
+        return
+    span, text = found[0]
+    if (model.path, span, pointer) in reported:
+        return
+    reported.update((model.path, sp, pointer) for sp, _ in found)
+    o = views[0]
+    yield make_finding(
+        "SC003", model.path, span, group=f"{kernel.name}:{pointer}:unit", template="implicit_unit",
+        related=[(model.path, sp) for sp, _ in found[1:] if sp != span],
+        product=text, pointer=pointer, size="1", tensor=o.text,
+        detail=f"a launch passes `{o.text}`, a view whose innermost stride is not 1",
+        advice=f"pass and use `{o.text}`'s innermost stride, or pass a contiguous tensor "
+               f"(`{o.text}.contiguous()` where the kernel only reads it)",
+    )
+
+
 def check(tree, options):
     helpers = helper_names(tree.models)
     reported = set()
@@ -72,6 +102,9 @@ def check(tree, options):
                 continue
             steps = _size_steps(kernel, p.name, options.extra_stride_names)
             if not steps:
+                # No size step to report: the innermost dimension's implicit stride of 1 may be
+                # the assumption a launch breaks (one finding per pointer either way).
+                yield from _implicit_unit_stride(model, kernel, p.name, launches, reported)
                 continue
             passed = [o for o in (bl.bound.get(p.name) for bl in launches) if o is not None]
             if launches and not passed:

@@ -16,7 +16,7 @@ from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import judged_kernels
 from stridecheck.lint.provenance import layout_of
 from stridecheck.lint.fixes import swap_fix
-from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
 from stridecheck.lint.stride_pairs import (
     expected_dims,
     own_strides,
@@ -61,6 +61,8 @@ def _in_kernel(tree, reported):
                 continue
             reported.add(key)
             reported.update((model.path, t.span, x) for t, x, _ in items)
+            # The kernel is at fault for these strides: its launches passing them are not.
+            reported.update(("kernel-stride", id(kernel), x) for _, x, _ in items)
             own = mine.get(p)
             strides = sorted({x for _, x, _ in items})
             related = sorted({t.span for t, _, _ in items if t.span != term.span}, key=lambda sp: (sp.line, sp.column))
@@ -73,6 +75,50 @@ def _in_kernel(tree, reported):
                 + (f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in own)})" if own
                    else f"pass and use `{p}`'s own strides") + (f" ({why})" if why else ""),
             )
+
+
+def _dropped_stride(tree, reported):
+    """One index steps a pointer by a stride parameter in one access and by an implicit 1 in
+    another (`X + cols * x_stride1`, then `X + cols`): the stride is honoured once and dropped once,
+    so a tensor whose stride is not 1 there is read right by one access and wrong by the other.
+    Reported at the access that drops it. Silent where every launch passes a contiguous tensor."""
+    for model, kernel in judged_kernels(tree):
+        by_pointer: dict[str, dict[str, list]] = {}
+        for acc in kernel.accesses:
+            if acc.pointer is None or acc.byte_record or acc.via_block:
+                continue
+            for t in acc.terms:
+                if IndexSource.ARANGE not in t.index.sources:
+                    continue
+                if t.step.kind is StepKind.STRIDE and len(t.step.params) == 1:
+                    by_pointer.setdefault(acc.pointer, {}).setdefault(t.index.text, []).append(("stride", acc, t))
+                elif t.step.kind is StepKind.UNIT:
+                    by_pointer.setdefault(acc.pointer, {}).setdefault(t.index.text, []).append(("unit", acc, t))
+        launches = None
+        for pointer, indices in by_pointer.items():
+            for index, uses in indices.items():
+                strided = [(a, t) for k, a, t in uses if k == "stride"]
+                unit = [(a, t) for k, a, t in uses if k == "unit"]
+                if not strided or not unit:
+                    continue
+                if launches is None:
+                    launches = tree.launches_of(model, kernel)
+                if launches and all((o := bl.bound.get(pointer)) is not None and (o.contiguous or o.fresh)
+                                    for bl in launches):
+                    continue
+                acc, term = min(unit, key=lambda x: (x[0].span.line, x[0].span.column))
+                s = strided[0][1].step.params[0]
+                key = (model.path, acc.span, s)
+                if key in reported:
+                    continue
+                reported.add(key)
+                yield make_finding(
+                    "SC005", model.path, acc.span, group=f"{kernel.name}:{pointer}:{index}:dropped",
+                    related=[(model.path, strided[0][0].span, f"`{index}` steps `{pointer}` by `{s}` here")],
+                    product=term.text, pointer=pointer, stride=s, owner=pointer,
+                    detail=f"`{index}` steps `{pointer}` by `{s}` at line {strided[0][0].span.line} but by an implicit 1 "
+                    f"here; use `{index} * {s}` in both",
+                )
 
 
 def _judge(tree, launches, stride, pointer, named, mine):
@@ -139,7 +185,7 @@ def _at_launch(tree, reported):
         wrong_dim: dict[str, tuple] = {}
         for name, o in strides.items():
             pointer = pairs.get(name)
-            if pointer is None:
+            if pointer is None or ("kernel-stride", id(kernel), name) in reported:
                 continue
             t = bl.bound.get(pointer)
             if t is None or t.kind is not OriginKind.TENSOR or t.tensor is None or o.tensor is None:
@@ -199,4 +245,5 @@ def _emit(bl, o, name, reported, fix, detail):
 def check(tree, options):
     reported = set()
     yield from _in_kernel(tree, reported)
+    yield from _dropped_stride(tree, reported)
     yield from _at_launch(tree, reported)
