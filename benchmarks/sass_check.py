@@ -145,8 +145,11 @@ def _compile(fn, dtype: str, consts: dict, warps: int):
 def _table(root: Path) -> dict:
     """{(kernel, label): (registers, instructions)} of the package in ``root``, imported from there."""
     sys.path.insert(0, str(root))
-    import guarded_kernels.resample as resample_module
-    import guarded_kernels.sample as sample_module
+    import importlib
+
+    # (the package's `resample` attribute is the function, which shadows the module)
+    resample_module = importlib.import_module("guarded_kernels.resample")
+    sample_module = importlib.import_module("guarded_kernels.sample")
 
     rows = {}
     for kind, configs in CONFIGS.items():
