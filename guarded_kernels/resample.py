@@ -12,28 +12,30 @@ For request ``r`` the row ``cu_num_logits[r] + num_accepted[r]`` of the target l
 * temperature 0: the target row's argmax.
 
 ``p`` and ``q`` are softmaxes after temperature. Draws are Gumbel-max in log space,
-``argmax_i(log2 r_i + G_i)``, with ``log r_i = log p_i + log(-expm1(log q_i - log p_i))``, the
-stable form of ``log(p_i - q_i)``, in float64 and for float32 logits below 256 requests; else
-the float32 draw forms ``r_i = p_i - q_i`` with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and
-``q_i`` alike (each exponent rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative
-error, as the log form does; probabilities below 2**-126 flush to zero), half the instructions
-(:func:`residual_form`). On a GPU the 16-bit one launch runs the ``p - q`` draw as an exponential
-race, ``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same noise's exponential variate (the
-same argmax as ``log2 r_i - log2 E_i``; Gumbel-max's exponential form, e.g. Huijben et al.,
-*A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI 2022), its logarithm taken
-once per lane (:func:`race_draw`). The noise is the verification stream of
-:mod:`guarded_kernels.noise` keyed by ``(seed[slot], pos[row])``, the same noise
-:func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
-kernel: with several programs per request, either one launch in which the programs of a
-request exchange their partial (max, sum) pairs and each draws from the chunk it just reduced,
-whose bytes are mostly still in L2 (:func:`exchange_config`: from 64 requests on a GPU, where
-measured faster), or a first launch writes the pairs and the second merges them and draws,
-reading each row again; with one program per request both passes run in one launch. Every
-log-sum-exp pass reduces 16-byte rows (a row's maximum first, one rescale per row:
-:func:`_lse2_rows`). ``use_fp64``
-runs a separate float64 branch (``PHASE == 3``, one program per request); the float32 phases are
-the GPU-tuned path. A rejected row whose residual has no mass (p == q)
-falls back to a draw from p, decided once per request after the maximum is known.
+``argmax_i(log2 r_i + G_i)``, with the noise of :func:`guarded_kernels.gumbel_sample` for that
+row (the verification stream of :mod:`guarded_kernels.noise`, keyed by ``(seed[slot], pos[row])``).
+The residual weight ``r_i = p_i - q_i`` takes one of two float32 forms, the plan's
+``residual_form``: the stable log form ``log r_i = log p_i + log(-expm1(log q_i - log p_i))``, or
+``p_i - q_i`` itself with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and ``q_i`` alike (each exponent
+rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative error, as the log form does;
+probabilities below 2**-126 flush to zero), half the instructions. The plan's ``race`` runs the
+``p - q`` draw as an exponential race, ``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same
+noise's exponential variate (the same argmax as ``log2 r_i - log2 E_i``: Gumbel-max's exponential
+form, e.g. Huijben et al., *A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI
+2022), its logarithm taken once per lane (:func:`_race_key`). ``use_fp64`` runs a float64 branch
+(``PHASE == 3``, one program per request, the log form).
+
+The log-sum-exps are computed in the kernel. With one program per request both passes run in
+one launch (``PHASE == 2``). With several (the plan's ``num_splits``), either a first launch
+writes each chunk's partial (max, sum) pairs and a second merges them and draws, reading each row
+again (``PHASE`` 0 then 1; one-hot drafts need no log-sum-exp, so 1 alone), or, with the plan's ``exchange``, one launch in which the programs of
+a request exchange their pairs and each draws from the chunk it just reduced, whose bytes are
+mostly still in L2 (``PHASE == 4``). Every log-sum-exp pass reduces 16-byte rows (a row's maximum
+first, one rescale per row: :func:`_lse2_rows`). A rejected row whose residual has no mass
+(``p == q``) falls back to a draw from ``p``, decided once per request after the maximum is known.
+
+:mod:`guarded_kernels.resample_reference` is the same draw in one page, without the tuning;
+:func:`resample_plan` says how a call is launched and why (each rule with its measurement).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def _residual_keys(
 @triton.jit
 def _residual_race_of_product(x, dl, idx, idx_g, key, scale, lse_t, lse_d, best_w, best_idx,
                               FAST_LOG: tl.constexpr):
-    """The ``p - q`` draw of :func:`_residual_keys_of_product` as an exponential race: per lane the
+    """The ``p - q`` draw of :func:`_residual_keys` as an exponential race: per lane the
     column with the largest ``w_i = r_i / E_i`` (``r_i = p_i - q_i``, ``E_i`` the noise's
     exponential variate times ``log2 e``, :func:`log2e_exponential`). That is the Gumbel-max argmax
     of ``log2 r_i - log2 E_i`` with one reciprocal instead of two logarithms per column (four MUFU
@@ -329,7 +331,7 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
     (Triton's ``loop_unroll_factor``): the loop carries the prefetched block and the running sums
     in alternating registers instead of moving them back every block (triton 3.9, bf16 1,024 / 4:
     148 instructions per two blocks against 2 x 87). STAGES > 1
-    (the one launch's 16-bit pass, :func:`lse_stages`) pipelines the loads instead. Rows of 16
+    (the one launch's 16-bit pass, the plan's ``lse_stages``) pipelines the loads instead. Rows of 16
     bytes, one running (max, sum) each (:func:`_lse2_rows`)."""
     lanes, m, s = _lse2_lanes(row_ptr, BLOCK)
     # Full blocks unmasked (vectorised loads), then the masked tail block.
