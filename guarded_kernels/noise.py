@@ -105,13 +105,9 @@ def interpreting() -> bool:
 
 
 def use_fast_log(device) -> bool:
-    """Whether a launch on ``device`` (a ``torch.device``) uses ``lg2.approx.f32``.
-
-    ``GUARDED_KERNELS_ACCURATE_LOG=1`` (read per call) selects the accurate logarithm on the GPU
-    too; the GPU tests and benchmarks compare both paths.
-    """
-    if os.environ.get("GUARDED_KERNELS_ACCURATE_LOG", "0") not in ("", "0"):
-        return False
+    """Whether :func:`noise_from_hash` on ``device`` (a ``torch.device``) uses ``lg2.approx.f32``:
+    on a CUDA device, not in the interpreter. The samplers take it from their launch plan
+    (``SamplePlan.fast_log``, ``ResamplePlan.fast_log``), which the GPU tests set both ways."""
     return device.type == "cuda" and not interpreting()
 
 
