@@ -386,6 +386,7 @@ def token_hashes(seed, pos, token, stream: int = VERIFY_STREAM):
 
     seed, pos, token = (t.to(torch.int64).contiguous() for t in (seed, pos, token))
     out = torch.empty(seed.shape, dtype=torch.int32, device=seed.device)
-    block = 256
+    # Few large programs: the CPU interpreter's cost is per program and operation, not element.
+    block = 1024
     _hash_kernel[(triton.cdiv(seed.numel(), block),)](seed, pos, token, out, seed.numel(), STREAM=stream, BLOCK=block)
     return out

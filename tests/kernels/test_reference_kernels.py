@@ -23,12 +23,13 @@ from tests.kernels.reference import decided_argmax, random_requests, reference_k
 # (atomic word or per-program slots), lane maxima with and without the exact block skip, the
 # preloaded first blocks (0, 1, 2).
 SAMPLE_PLANS = {
-    "one program": dict(block=32, splits=1),
-    "atomic merge": dict(block=16, splits=3, merge_slots=False),
-    "slot merge": dict(block=8, splits=5, merge_slots=True),
-    "lane max": dict(block=8, splits=2, lane_max=True, skip=False, early=0),
-    "block skip": dict(block=8, splits=2, lane_max=True, skip=True, early=1),
-    "two preloaded": dict(block=16, splits=4, lane_max=False, early=2),
+    "one program, float32": (torch.float32, dict(block=32, splits=1)),
+    "atomic merge, bfloat16": (torch.bfloat16, dict(block=16, splits=3, merge_slots=False)),
+    "slot merge, float32": (torch.float32, dict(block=8, splits=5, merge_slots=True)),
+    "lane max, bfloat16": (torch.bfloat16, dict(block=8, splits=2, lane_max=True, skip=False, early=0)),
+    "block skip, float32": (torch.float32, dict(block=8, splits=2, lane_max=True, skip=True, early=1)),
+    "block skip, bfloat16": (torch.bfloat16, dict(block=8, splits=2, lane_max=True, skip=True, early=2)),
+    "two preloaded, float16": (torch.float16, dict(block=16, splits=4, lane_max=False, early=2)),
 }
 
 
@@ -51,10 +52,10 @@ def _sample_inputs(device, T, V, dtype, seed0):
     return [t.to(device) for t in (logits, idx, temp, seed, pos)]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("plan", list(SAMPLE_PLANS), ids=list(SAMPLE_PLANS))
-def test_gumbel_sample_draws_the_reference_tokens(device, plan, dtype, small_blocks):
-    small_blocks(**SAMPLE_PLANS[plan])
+@pytest.mark.parametrize("plan", list(SAMPLE_PLANS))
+def test_gumbel_sample_draws_the_reference_tokens(device, plan, small_blocks):
+    dtype, knobs = SAMPLE_PLANS[plan]
+    small_blocks(**knobs)
     T, V = 10, 90
     args = _sample_inputs(device, T, V, dtype, seed0=len(plan))
     want = gumbel_sample_reference(*args)
@@ -80,12 +81,12 @@ def test_gumbel_sample_options_draw_the_reference_tokens(device, options, small_
 
 # The tuned resampler's paths: one program per request (PHASE 2), the two launches (PHASE 0 and
 # 1) in both residual forms and with the draw's block skip, and the one launch (PHASE 4; on the
-# CPU with one program per request) with its loop variants.
+# CPU with one program per request) with its loop variants (its log form: the exchange tests of
+# test_resample.py, token for token against the two launches).
 RESAMPLE_PLANS = {
     "one program": dict(block=16, splits=1),
     "two launches, log form": dict(block=8, splits=3, residual_form=1),
     "two launches, p - q, skip": dict(block=8, splits=3, residual_form=2, skip=True),
-    "one launch": dict(block=8, splits=1, exchange=True, residual_form=1),
     "one launch, race": dict(block=8, splits=1, exchange=True, residual_form=2, race=True, lse_unroll=2),
     "one launch, pipelined": dict(block=8, splits=1, exchange=True, residual_form=2, lse_stages=3, skip=True),
 }
