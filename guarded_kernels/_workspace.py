@@ -10,7 +10,8 @@ share them. A CUDA graph addresses the buffers of the stream it was captured on;
 on one stream (``torch.cuda.graph``'s default capture stream is one per process) share them, so
 they must not be replayed concurrently on different streams. Two calls in flight on the *same*
 stream are ordered by the stream, so they can share (a programmatic dependent launch may start
-before the previous kernel ends, but waits for it before its first load: ``sample.use_pdl``). Where each program has its own slot
+before the previous kernel ends, but waits for it before its first load: ``SamplePlan.pdl``). Where each
+program has its own slot
 (:func:`row_slots`) only the counter needs resetting: each launch writes every slot it reads.
 """
 
@@ -20,14 +21,24 @@ INT64_MIN = -(2**63)
 
 # Bytes between consecutive rows' words. Atomics on one cache line serialise in L2: with the
 # rows' words adjacent, all programs of a few-row launch (T = 8: ~1,000 atomics) queued on one
-# or two lines; one line per row lets the rows' merges proceed in parallel (benchmarks/NOTES.md,
-# version 7). Benchmarks set it to 8 / 4 bytes (adjacent words) to measure the difference.
+# or two lines; one line per row lets the rows' merges proceed in parallel.
 ROW_BYTES = 128
 
 _cache: dict = {}
 # Buffers replaced by a larger allocation stay alive: a CUDA graph captured with the old one
 # still addresses it on replay.
 _retired: list = []
+
+
+def _stream_id(device) -> int:
+    """The current stream of ``device`` as an integer (its raw handle; 0 off CUDA), without making
+    the ``torch.cuda.Stream`` object that ``torch.cuda.current_stream`` builds on every call."""
+    if device.type != "cuda":
+        return 0
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return torch._C._cuda_getCurrentRawStream(index)
 
 
 def row_scratch(device, rows: int):
@@ -40,11 +51,12 @@ def row_scratch(device, rows: int):
     """
     import torch
 
+    key = (device, _stream_id(device))
+    entry = _cache.get(key)
+    if entry is not None and entry[0].numel() >= rows * entry[1]:
+        return entry
     best_stride = max(1, ROW_BYTES // 8)
     done_stride = max(1, ROW_BYTES // 4)
-    stream_id = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream_id, ROW_BYTES)
-    entry = _cache.get(key)
     if entry is None or entry[0].numel() < rows * best_stride:
         size = max(rows, 1024)
         best = torch.full((size * best_stride,), INT64_MIN, dtype=torch.int64, device=device)
@@ -63,8 +75,7 @@ def row_slots(device, rows: int, splits: int):
     (device, stream) like :func:`row_scratch`; grows when ``rows`` or ``splits`` exceed it."""
     import torch
 
-    stream_id = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = ("slots", str(device), stream_id)
+    key = ("slots", device, _stream_id(device))
     entry = _cache.get(key)
     if entry is None or entry[1] < splits or entry[0].numel() < rows * entry[1]:
         # On CUDA 64 rows of 512 slots (the launchers' cap on programs per row) at first: the
@@ -80,10 +91,19 @@ def row_slots(device, rows: int, splits: int):
     return entry
 
 
-def sm_count(device) -> int:
-    """Multiprocessors of ``device``; a small fixed number for the CPU interpreter."""
+def stats_scratch(device, numel: int):
+    """float32 [>= numel] for ``device``: the partial (max, sum) pairs of a split log-sum-exp. Every
+    launch writes each word it reads before reading it (the first launch, or the one launch
+    before its barrier), so the buffer needs no resting value. Cached per (device, stream) like
+    :func:`row_scratch`; grows when ``numel`` exceeds it."""
     import torch
 
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4
+    key = ("stats", device, _stream_id(device))
+    entry = _cache.get(key)
+    if entry is None or entry.numel() < numel:
+        if entry is not None:
+            _retired.append(entry)
+        # Uninitialised, as row_slots: a fill would be a launch of its own.
+        entry = torch.empty((max(numel, 1 << 16),), dtype=torch.float32, device=device)
+        _cache[key] = entry
+    return entry

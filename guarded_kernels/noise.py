@@ -35,8 +35,8 @@ give the same noise whatever the batch composition, the launch grid or the block
    bins, the correlation of adjacent tokens, and the joint distribution of the top and of the
    bottom 4 bits of tokens 1 to 4,096 apart (which the token product alone, without fmix32,
    fails at p = 0); the GPU chi-squares of 4.2 M draws (``test_gpu_distribution.py``) check the
-   draws themselves. Cheaper non-bijective mixers were measured and rejected
-   (``benchmarks/NOTES.md``, version 10).
+   draws themselves. Cheaper non-bijective mixers were measured and rejected (the measurements:
+   ``git log -p -- benchmarks/NOTES.md``).
 3. *Exponential variate*: ``h`` is read as the uniform ``v = (h + 1/2) / 2**32`` in ``(0, 1)`` and
    turned into ``E = -ln(1 - v)``, an Exp(1) variate; the Gumbel noise is ``-ln E``. The sampler
    compares ``logit / T - ln E`` (Gumbel-max: Gumbel, *Statistical theory of extreme values*,
@@ -105,13 +105,9 @@ def interpreting() -> bool:
 
 
 def use_fast_log(device) -> bool:
-    """Whether a launch on ``device`` (a ``torch.device``) uses ``lg2.approx.f32``.
-
-    ``GUARDED_KERNELS_ACCURATE_LOG=1`` (read per call) selects the accurate logarithm on the GPU
-    too; the GPU tests and benchmarks compare both paths.
-    """
-    if os.environ.get("GUARDED_KERNELS_ACCURATE_LOG", "0") not in ("", "0"):
-        return False
+    """Whether :func:`noise_from_hash` on ``device`` (a ``torch.device``) uses ``lg2.approx.f32``:
+    on a CUDA device, not in the interpreter. The samplers take it from their launch plan
+    (``SamplePlan.fast_log``, ``ResamplePlan.fast_log``), which the GPU tests set both ways."""
     return device.type == "cuda" and not interpreting()
 
 
@@ -155,7 +151,7 @@ def token_hash_of_product(key, m):
     """``fmix32(key ^ m)`` for ``key`` uint32 scalar and ``m = token_product(token)`` uint32 block:
     the same bits as :func:`token_hash`. fmix32's first xorshift is split by
     ``(a ^ b) >> 16 = (a >> 16) ^ (b >> 16)`` so that the key's half is computed once per
-    program; per element one three-input xor remains (benchmarks/NOTES.md, version 11)."""
+    program; per element one three-input xor remains."""
     return token_hash_finish(token_hash_unfinished(key, m))
 
 
@@ -201,7 +197,7 @@ def log2e_exponential(h, FAST_LOG: tl.constexpr):
     (the same instructions). For the exponential race ``argmax_i r_i / E_i``, the Gumbel-max draw
     without its logarithms (``guarded_kernels.resample``'s lean draw)."""
     # No int->float conversion instructions: they issue at a quarter of the full rate on
-    # Hopper, like the logarithms, and were the bottleneck (benchmarks/NOTES.md, run 2).
+    # Hopper, like the logarithms, and were the sampling loop's bottleneck on an H200.
     small = h < 8388608
     # h < 2**23: the float with bits 0x4B000000 + h is exactly 2**23 + h, so one FMA gives
     # v = (2**23 + h) * 2**-32 + (2**-33 - 2**-9) = (h + 1/2) * 2**-32 exactly (2h + 1 < 2**24).
@@ -213,7 +209,7 @@ def log2e_exponential(h, FAST_LOG: tl.constexpr):
     # Elsewhere 1 - v from the top 23 bits m of h: x = 1 + m * 2**-23 (bits 0x3F800000 + (h >> 9),
     # one shift-add), 2 - x = 1 - m * 2**-23 exactly (Sterbenz: x is in [1, 2)), less 2**-24
     # (exact: a multiple of 2**-24 in (0, 1)): within 2**-24 of 1 - v and never 0. Two float
-    # adds instead of a NOT on the integer pipe, which is the busiest (benchmarks/NOTES.md).
+    # adds instead of a NOT on the integer pipe, which is the busiest.
     w = (2.0 - ((h >> 9) + 0x3F800000).to(tl.float32, bitcast=True)) - 5.9604644775390625e-08
     return tl.where(small, series, -_log2_f32(w, FAST_LOG))
 
@@ -390,6 +386,7 @@ def token_hashes(seed, pos, token, stream: int = VERIFY_STREAM):
 
     seed, pos, token = (t.to(torch.int64).contiguous() for t in (seed, pos, token))
     out = torch.empty(seed.shape, dtype=torch.int32, device=seed.device)
-    block = 256
+    # Few large programs: the CPU interpreter's cost is per program and operation, not element.
+    block = 1024
     _hash_kernel[(triton.cdiv(seed.numel(), block),)](seed, pos, token, out, seed.numel(), STREAM=stream, BLOCK=block)
     return out

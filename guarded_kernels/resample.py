@@ -12,39 +12,58 @@ For request ``r`` the row ``cu_num_logits[r] + num_accepted[r]`` of the target l
 * temperature 0: the target row's argmax.
 
 ``p`` and ``q`` are softmaxes after temperature. Draws are Gumbel-max in log space,
-``argmax_i(log2 r_i + G_i)``, with ``log r_i = log p_i + log(-expm1(log q_i - log p_i))``, the
-stable form of ``log(p_i - q_i)``, in float64 and for float32 logits below 256 requests; else
-the float32 draw forms ``r_i = p_i - q_i`` with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and
-``q_i`` alike (each exponent rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative
-error, as the log form does; probabilities below 2**-126 flush to zero), half the instructions
-(:func:`residual_form`). On a GPU the 16-bit one launch runs the ``p - q`` draw as an exponential
-race, ``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same noise's exponential variate (the
-same argmax as ``log2 r_i - log2 E_i``; Gumbel-max's exponential form, e.g. Huijben et al.,
-*A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI 2022), its logarithm taken
-once per lane (:func:`race_draw`). The noise is the verification stream of
-:mod:`guarded_kernels.noise` keyed by ``(seed[slot], pos[row])``, the same noise
-:func:`guarded_kernels.gumbel_sample` uses for that row. The log-sum-exps are computed in the
-kernel: with several programs per request, either one launch in which the programs of a
-request exchange their partial (max, sum) pairs and each draws from the chunk it just reduced,
-whose bytes are mostly still in L2 (:func:`exchange_config`: from 64 requests on a GPU, where
-measured faster), or a first launch writes the pairs and the second merges them and draws,
-reading each row again; with one program per request both passes run in one launch. Every
-log-sum-exp pass reduces 16-byte rows (a row's maximum first, one rescale per row:
-:func:`_lse2_rows`). ``use_fp64``
-runs a separate float64 branch (``PHASE == 3``, one program per request); the float32 phases are
-the GPU-tuned path. A rejected row whose residual has no mass (p == q)
-falls back to a draw from p, decided once per request after the maximum is known.
+``argmax_i(log2 r_i + G_i)``, with the noise of :func:`guarded_kernels.gumbel_sample` for that
+row (the verification stream of :mod:`guarded_kernels.noise`, keyed by ``(seed[slot], pos[row])``).
+The residual weight ``r_i = p_i - q_i`` takes one of two float32 forms, the plan's
+``residual_form``: the stable log form ``log r_i = log p_i + log(-expm1(log q_i - log p_i))``, or
+``p_i - q_i`` itself with ``p_i = 2**(x_i / T * log2 e - lse_p)`` and ``q_i`` alike (each exponent
+rounded once, so ``r_i`` carries ~2e-6 / (1 - q_i / p_i) relative error, as the log form does;
+probabilities below 2**-126 flush to zero), half the instructions. The plan's ``race`` runs the
+``p - q`` draw as an exponential race, ``argmax_i r_i / E_i`` with ``E_i = -log2(1 - v_i)`` the same
+noise's exponential variate (the same argmax as ``log2 r_i - log2 E_i``: Gumbel-max's exponential
+form, e.g. Huijben et al., *A Review of the Gumbel-max Trick and its Extensions*, IEEE TPAMI
+2022), its logarithm taken once per lane (:func:`_race_key`). ``use_fp64`` runs a float64 branch
+(``PHASE == 3``, one program per request, the log form).
+
+The log-sum-exps are computed in the kernel. With one program per request both passes run in
+one launch (``PHASE == 2``). With several (the plan's ``num_splits``), either a first launch
+writes each chunk's partial (max, sum) pairs and a second merges them and draws, reading each row
+again (``PHASE`` 0 then 1; one-hot drafts need no log-sum-exp, so 1 alone), or, with the plan's ``exchange``, one launch in which the programs of
+a request exchange their pairs and each draws from the chunk it just reduced, whose bytes are
+mostly still in L2 (``PHASE == 4``). Every log-sum-exp pass reduces 16-byte rows (a row's maximum
+first, one rescale per row: :func:`_lse2_rows`). A rejected row whose residual has no mass
+(``p == q``) falls back to a draw from ``p``, decided once per request after the maximum is known.
+
+:mod:`guarded_kernels.resample_reference` is the same draw in one page, without the tuning;
+:func:`resample_plan` says how a call is launched and why (each rule with its measurement).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+import functools
 
 import torch
 import triton
 import triton.language as tl
 
-from guarded_kernels._workspace import row_scratch, sm_count
+from guarded_kernels._common import (
+    FLOATS,
+    INTS,
+    LOG2E,
+    Gpu,
+    check_device,
+    chunk_layout,
+    fill_splits,
+    gpu_of,
+    greedy_update,
+    merge_key,
+    row_argmax,
+    row_winner,
+    wave_splits,
+)
+from guarded_kernels._launch import Launcher
+from guarded_kernels._workspace import row_scratch, stats_scratch
 from guarded_kernels.noise import (
     _log2_f32,
     block_key_bound,
@@ -57,19 +76,7 @@ from guarded_kernels.noise import (
     token_hash_unfinished,
     token_product,
     unpack_index,
-    use_fast_log,
     with_rounding_slack,
-)
-from guarded_kernels.sample import (
-    _FLOATS,
-    _INTS,
-    _LOG2E,
-    _greedy_update,
-    _merge_key,
-    _row_argmax,
-    _row_winner,
-    _wave_splits,
-    chunk_layout,
 )
 from stridecheck import Tensor, stride_guard
 
@@ -89,44 +96,22 @@ def _residual_keys(
     """One loaded block of the resampled row (target ``x``, draft ``dl``, read only with
     RESIDUAL): the residual's (or p's) Gumbel-max key, or the greedy key; running maximum.
     RESIDUAL: 0 a draw from p, 1 the residual in the stable log form, 2 the residual as p - q."""
-    return _residual_keys_of_product(
-        x, dl, idx, token_product(idx), key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL,
-        FAST_LOG,
-    )
-
-
-@triton.jit
-def _residual_keys_of_product(
-    x, dl, idx, idx_g, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
-    GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, LEAN: tl.constexpr = False,
-):
-    """:func:`_residual_keys` with the columns' ``token_product`` ``idx_g`` given: a loop may carry
-    it and step it by ``BLOCK * 0x9E3779B1`` (one add per element instead of an add and a
-    multiply; benchmarks/NOTES.md, versions 11 and 25). LEAN: the ``p - q`` key without its
-    select (the same running maximum; version 25); it changes nothing in the other forms."""
     x = x.to(tl.float32)
     if GREEDY:
-        new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
+        new_val, new_idx = greedy_update(x, idx, best_val, best_idx)
     else:
-        noise = neg_log2_exponential(token_hash_of_product(key, idx_g), FAST_LOG, False)
+        noise = neg_log2_exponential(token_hash_of_product(key, token_product(idx)), FAST_LOG, False)
         if RESIDUAL == 2:
             # p_i and q_i themselves, each log-sum-exp subtracted before its exponential (no
             # overflow), and the residual weight p_i - q_i: about 8 instructions per element
-            # fewer than the stable log form below (SASS; benchmarks/NOTES.md, version 16). Its
-            # error is the same order: each of p, q carries ~1e-6 relative error from rounding
-            # its exponent (|x * scale - lse| ~ 20, float32), so p - q carries ~2e-6 / (1 - q/p)
-            # relative, as the log form's log q - log p does. p_i below 2**-126 flushes to zero
-            # (such a token's residual weight is lost; the log form and the float64 path keep it).
+            # fewer than the stable log form below. Its error is the same order: each of p, q
+            # carries ~1e-6 relative error from rounding its exponent (|x * scale - lse| ~ 20,
+            # float32), so p - q carries ~2e-6 / (1 - q/p) relative, as the log form's
+            # log q - log p does. p_i below 2**-126 flushes to zero (such a token's residual weight
+            # is lost; the log form and the float64 path keep it).
             p = tl.exp2(x * scale - lse_t)
             q = tl.exp2(dl.to(tl.float32) * scale - lse_d)
-            if LEAN:
-                # Where p <= q, log2(p - q) is -inf or NaN, which the update below leaves out as it
-                # leaves out -inf (NaN compares false): the select is not needed (version 25). This
-                # rests on that update staying a strict ordered `k > best_val` (not >=, not a
-                # maximum): best_val then never holds a NaN and stays -inf for a row without mass.
-                k = _log2_f32(p - q, FAST_LOG) + noise
-            else:
-                k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
+            k = tl.where(p > q, _log2_f32(p - q, FAST_LOG) + noise, float("-inf"))
         elif RESIDUAL == 1:
             lp = x * scale - lse_t
             lq = dl.to(tl.float32) * scale - lse_d
@@ -147,11 +132,11 @@ def _residual_keys_of_product(
 @triton.jit
 def _residual_race_of_product(x, dl, idx, idx_g, key, scale, lse_t, lse_d, best_w, best_idx,
                               FAST_LOG: tl.constexpr):
-    """The ``p - q`` draw of :func:`_residual_keys_of_product` as an exponential race: per lane the
+    """The ``p - q`` draw of :func:`_residual_keys` as an exponential race: per lane the
     column with the largest ``w_i = r_i / E_i`` (``r_i = p_i - q_i``, ``E_i`` the noise's
     exponential variate times ``log2 e``, :func:`log2e_exponential`). That is the Gumbel-max argmax
     of ``log2 r_i - log2 E_i`` with one reciprocal instead of two logarithms per column (four MUFU
-    instructions per column instead of five; benchmarks/NOTES.md, version 26): the same draw in
+    instructions per column instead of five): the same draw in
     exact arithmetic (log2 is increasing), keyed ``log2 w`` once per lane by :func:`_race_key`.
     ``w`` carries ~2**-22 relative rounding (the approximate reciprocal) where the log keys carry
     an absolute ~2**-19, so two columns within that of each other may be ordered otherwise than
@@ -176,9 +161,9 @@ def _race_key(best_w, FAST_LOG: tl.constexpr):
     """The Gumbel-max key ``log2 w`` of a lane's race winner (-inf for a lane without one). On a
     GPU ``lg2.approx`` without ``.ftz``: ``w = r / E`` is subnormal for a normal ``r`` below
     ``E * 2**-126`` (``E`` up to 24), which the flushing logarithm of the log keys would make
-    -inf, dropping that column's weight at random (a reviewer's case: a row whose whole residual
-    sits at ``p ~ 2**-125.5`` fell back to p in 105 of 256 requests on an H200). The multiply and compare
-    before it keep subnormals."""
+    -inf, dropping that column's weight at random (a row whose whole residual sits at
+    ``p ~ 2**-125.5`` fell back to p in 105 of 256 requests on an H200 with the flushing
+    logarithm). The multiply and compare before it keep subnormals."""
     return _log2_f32(best_w, FAST_LOG, False)
 
 
@@ -188,7 +173,7 @@ def _skip_draw_blocks(
     RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr, EVICT: tl.constexpr, STAGES: tl.constexpr,
 ):
     """The sampled draw over full blocks ``[start, d_end)`` (all below ``V_d`` with RESIDUAL) with
-    the exact block skip of :mod:`guarded_kernels.sample` (benchmarks/NOTES.md, version 22): every
+    the exact block skip of :mod:`guarded_kernels.sample`: every
     key of this kernel is at most ``x * scale - lse_t + noise`` (the residual's ``log2(p - q) <=
     log2 p``, the log form's ``log2(1 - q/p) <= 0``; a draw from p has ``lse_t = 0``), and the noise
     at most its :func:`noise_octave` bound, so a block whose bound stays below the chunk's best
@@ -219,7 +204,8 @@ def _skip_draw_blocks(
             else:
                 dl = x
             best_val, best_idx = _residual_keys(
-                x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, False, RESIDUAL, FAST_LOG,
+                x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY=False, RESIDUAL=RESIDUAL,
+                FAST_LOG=FAST_LOG,
             )
             best_s = tl.max(best_val, 0)
     return best_val, best_idx
@@ -228,22 +214,17 @@ def _skip_draw_blocks(
 @triton.jit
 def _draw_chunk(
     target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected, best_val,
-    best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, PREFETCH: tl.constexpr,
-    BLOCK: tl.constexpr, EVICT: tl.constexpr, SKIP: tl.constexpr = False, STAGES: tl.constexpr = 1,
-    CARRY: tl.constexpr = False, RACE: tl.constexpr = False,
+    best_idx, GREEDY: tl.constexpr, RESIDUAL: tl.constexpr, FAST_LOG: tl.constexpr, BLOCK: tl.constexpr,
+    EVICT: tl.constexpr, SKIP: tl.constexpr, STAGES: tl.constexpr, RACE: tl.constexpr,
 ):
     """Columns ``[start, end)`` of the resampled row, BLOCK at a time. Greedy, residual and p
     draws are separate copies of the loop (constexpr flags): runtime branches inside one loop
     cost registers in all of them. Blocks wholly below ``V_d`` read the draft without a mask
-    (vectorised loads), and with PREFETCH the next block's target and draft are loaded before
-    this block is computed (at the end the last block is loaded again: in bounds, unused). EVICT is
-    the loads' L2 eviction policy ("" the default). SKIP (sampled draws without PREFETCH) skips
-    the blocks below ``V_d`` that cannot hold the chunk's maximum (:func:`_skip_draw_blocks`), their
-    target loads pipelined STAGES deep. CARRY: the residual loop without PREFETCH carries the
-    columns' token product and drops the ``p - q`` key's select (:func:`_residual_keys_of_product`);
-    only the one launch's 16-bit ``p - q`` draw takes it (:func:`lean_draw`). RACE: that draw as an
-    exponential race (:func:`_residual_race_of_product`; :func:`race_draw`), for an empty running
-    maximum coming in."""
+    (vectorised loads). EVICT is the loads' L2 eviction policy ("" the default). SKIP (sampled
+    draws) skips the blocks below ``V_d`` that cannot hold the chunk's maximum
+    (:func:`_skip_draw_blocks`), their target loads pipelined STAGES deep. RACE: the ``p - q``
+    draw as an exponential race (:func:`_residual_race_of_product`), for an empty running maximum
+    coming in."""
     lanes = tl.arange(0, BLOCK)
     full_end = start + ((end - start) // BLOCK) * BLOCK
     if RESIDUAL:
@@ -254,77 +235,46 @@ def _draw_chunk(
     if SKIP:
         best_val, best_idx = _skip_draw_blocks(
             target_row_ptr, draft_row_ptr, start, d_end, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
-            RESIDUAL, FAST_LOG, BLOCK, EVICT, STAGES,
+            RESIDUAL=RESIDUAL, FAST_LOG=FAST_LOG, BLOCK=BLOCK, EVICT=EVICT, STAGES=STAGES,
         )
     elif RESIDUAL:
-        if PREFETCH:
-            if d_end > start:
-                x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
-                d_next = tl.load(draft_row_ptr + start + lanes, eviction_policy=EVICT)
-                for off in range(start, d_end, BLOCK):
-                    x = x_next
-                    dl = d_next
-                    nxt = tl.minimum(off + BLOCK, d_end - BLOCK) + lanes
-                    x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
-                    d_next = tl.load(draft_row_ptr + nxt, eviction_policy=EVICT)
-                    best_val, best_idx = _residual_keys(
-                        x, dl, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
-                        GREEDY, RESIDUAL, FAST_LOG,
-                    )
+        # The race carries the columns' token product across the loop, as guarded_kernels.sample's
+        # loop does (one add per element), runs its lane weights w in `acc` and keys each lane's
+        # winner after the loop; the running maximum coming in must then be empty (-inf: the
+        # kernel calls this first): it is replaced, not merged, so it holds no registers across
+        # the loop.
+        RACING: tl.constexpr = RACE and RESIDUAL == 2
+        if RACING:
+            acc = tl.zeros((BLOCK,), tl.float32)
         else:
-            # With CARRY or the race the token product is carried, as in guarded_kernels.sample's
-            # loop (one add per element); without them each block multiplies (fewer registers
-            # there). The race (one launch, 16-bit p - q; race_draw) runs its lane weights w in
-            # `acc` and keys each lane's winner after the loop; the running maximum coming in must
-            # then be empty (-inf: the kernel calls this first): it is replaced, not merged, so it
-            # holds no registers across the loop.
-            RACING: tl.constexpr = RACE and RESIDUAL == 2
+            acc = best_val
+        idx_g = token_product(start + lanes)
+        for off in range(start, d_end, BLOCK):
+            idx = off + lanes
+            x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
+            dl = tl.load(draft_row_ptr + idx, eviction_policy=EVICT)
             if RACING:
-                acc = tl.zeros((BLOCK,), tl.float32)
-            else:
-                acc = best_val
-            idx_g = token_product(start + lanes)
-            for off in range(start, d_end, BLOCK):
-                idx = off + lanes
-                x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
-                dl = tl.load(draft_row_ptr + idx, eviction_policy=EVICT)
-                if RACING:
-                    acc, best_idx = _residual_race_of_product(
-                        x, dl, idx, idx_g, key, scale, lse_t, lse_d, acc, best_idx, FAST_LOG,
-                    )
-                else:
-                    if CARRY:
-                        g = idx_g
-                    else:
-                        g = token_product(idx)
-                    acc, best_idx = _residual_keys_of_product(
-                        x, dl, idx, g, key, scale, lse_t, lse_d, rejected, acc, best_idx, GREEDY, RESIDUAL, FAST_LOG,
-                        CARRY,
-                    )
-                idx_g += (BLOCK * 0x9E3779B1) % 4294967296
-            if RACING:
-                best_val = _race_key(acc, FAST_LOG)
-            else:
-                best_val = acc
-    else:
-        if PREFETCH:
-            if full_end > start:
-                x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
-                for off in range(start, full_end, BLOCK):
-                    x = x_next
-                    nxt = tl.minimum(off + BLOCK, full_end - BLOCK) + lanes
-                    x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
-                    best_val, best_idx = _residual_keys(
-                        x, x, off + lanes, key, scale, lse_t, lse_d, rejected, best_val, best_idx,
-                        GREEDY, RESIDUAL, FAST_LOG,
-                    )
-        else:
-            for off in range(start, full_end, BLOCK):
-                idx = off + lanes
-                x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
-                best_val, best_idx = _residual_keys(
-                    x, x, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+                acc, best_idx = _residual_race_of_product(
+                    x, dl, idx, idx_g, key, scale, lse_t, lse_d, acc, best_idx, FAST_LOG=FAST_LOG,
                 )
+            else:
+                acc, best_idx = _residual_keys(
+                    x, dl, idx, key, scale, lse_t, lse_d, rejected, acc, best_idx, GREEDY=GREEDY,
+                    RESIDUAL=RESIDUAL, FAST_LOG=FAST_LOG,
+                )
+            idx_g += (BLOCK * 0x9E3779B1) % 4294967296
+        if RACING:
+            best_val = _race_key(acc, FAST_LOG=FAST_LOG)
+        else:
+            best_val = acc
+    else:
+        for off in range(start, full_end, BLOCK):
+            idx = off + lanes
+            x = tl.load(target_row_ptr + idx, eviction_policy=EVICT)
+            best_val, best_idx = _residual_keys(
+                x, x, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY=GREEDY, RESIDUAL=RESIDUAL,
+                FAST_LOG=FAST_LOG,
+            )
     if RESIDUAL:
         # Full blocks reaching past V_d: q is zero there (the draft's log is -inf).
         for off in range(d_end, full_end, BLOCK):
@@ -332,7 +282,8 @@ def _draw_chunk(
             best_val, best_idx = _residual_keys(
                 tl.load(target_row_ptr + idx, eviction_policy=EVICT),
                 tl.load(draft_row_ptr + idx, mask=idx < draft_vocab_size, other=float("-inf"), eviction_policy=EVICT),
-                idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+                idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY=GREEDY, RESIDUAL=RESIDUAL,
+                FAST_LOG=FAST_LOG,
             )
     if full_end < end:
         idx = full_end + lanes
@@ -342,7 +293,8 @@ def _draw_chunk(
         else:
             dl = x
         best_val, best_idx = _residual_keys(
-            x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY, RESIDUAL, FAST_LOG,
+            x, dl, idx, key, scale, lse_t, lse_d, rejected, best_val, best_idx, GREEDY=GREEDY, RESIDUAL=RESIDUAL,
+            FAST_LOG=FAST_LOG,
         )
     return best_val, best_idx
 
@@ -353,8 +305,7 @@ def _lse2_rows(x, scale, m, s):
     16 bytes (:func:`_lse2_lanes`): each row's maximum first (in-thread), then its running sum
     rescaled once and its elements' ``2**(x - max)`` added. One exp2 per element as the per-lane
     update (the sum rescaled per element behind a compare and a select), with ~1.6 instructions
-    per element fewer in SASS (bf16 9.3 -> 7.7, fp32 8.1 -> 6.6; benchmarks/NOTES.md, version
-    27). ``m`` starts at ``_LSE_START``, so ``m - max`` is finite, a masked element (-inf) adds
+    per element fewer in SASS (bf16 9.3 -> 7.7, fp32 8.1 -> 6.6). ``m`` starts at ``_LSE_START``, so ``m - max`` is finite, a masked element (-inf) adds
     2**-inf = 0, and a row without a finite logit keeps a sum of 0."""
     x = x.to(tl.float32) * scale
     m_new = tl.maximum(m, tl.max(x, 1))
@@ -379,8 +330,8 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
     EVICT is the loads' L2 eviction policy ("" the default). UNROLL 2 unrolls the main loop by two
     (Triton's ``loop_unroll_factor``): the loop carries the prefetched block and the running sums
     in alternating registers instead of moving them back every block (triton 3.9, bf16 1,024 / 4:
-    148 instructions per two blocks against 2 x 87; benchmarks/NOTES.md, version 24). STAGES > 1
-    (the one launch's 16-bit pass, :func:`lse_stages`) pipelines the loads instead. Rows of 16
+    148 instructions per two blocks against 2 x 87). STAGES > 1
+    (the one launch's 16-bit pass, the plan's ``lse_stages``) pipelines the loads instead. Rows of 16
     bytes, one running (max, sum) each (:func:`_lse2_rows`)."""
     lanes, m, s = _lse2_lanes(row_ptr, BLOCK)
     # Full blocks unmasked (vectorised loads), then the masked tail block.
@@ -406,49 +357,6 @@ def _chunk_lse2(row_ptr, start, end, scale, BLOCK: tl.constexpr, EVICT: tl.const
     ref = tl.where(mx == float("-inf"), 0.0, mx)
     total = tl.sum(s * tl.exp2(m - ref), 0)
     return mx, total
-
-
-@triton.jit
-def _chunk_lse2_pair(target_row_ptr, draft_row_ptr, start, end, draft_end, scale, BLOCK: tl.constexpr,
-                     EVICT: tl.constexpr, STAGES: tl.constexpr = 1):
-    """:func:`_chunk_lse2` of the target row over ``[start, end)`` and of the draft row over
-    ``[start, draft_end)`` in one loop, so that both rows' next blocks are in flight together
-    (twice the bytes per program that one row at a time keeps in flight)."""
-    lanes, mt, st = _lse2_lanes(target_row_ptr, BLOCK)
-    _, md, sd = _lse2_lanes(draft_row_ptr, BLOCK)
-    both_end = start + tl.maximum(tl.minimum(end, draft_end) - start, 0) // BLOCK * BLOCK
-    if STAGES > 1:
-        for off in tl.range(start, both_end, BLOCK, num_stages=STAGES):
-            mt, st = _lse2_rows(tl.load(target_row_ptr + off + lanes, eviction_policy=EVICT), scale, mt, st)
-            md, sd = _lse2_rows(tl.load(draft_row_ptr + off + lanes, eviction_policy=EVICT), scale, md, sd)
-    elif both_end > start:
-        x_next = tl.load(target_row_ptr + start + lanes, eviction_policy=EVICT)
-        d_next = tl.load(draft_row_ptr + start + lanes, eviction_policy=EVICT)
-        for off in range(start, both_end, BLOCK):
-            x = x_next
-            d = d_next
-            nxt = tl.minimum(off + BLOCK, both_end - BLOCK) + lanes
-            x_next = tl.load(target_row_ptr + nxt, eviction_policy=EVICT)
-            d_next = tl.load(draft_row_ptr + nxt, eviction_policy=EVICT)
-            mt, st = _lse2_rows(x, scale, mt, st)
-            md, sd = _lse2_rows(d, scale, md, sd)
-    # What is left of each row (a partial last block, or the target's blocks beyond V_d), masked.
-    for off in range(both_end, end, BLOCK):
-        idx = off + lanes
-        mt, st = _lse2_rows(
-            tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf"), eviction_policy=EVICT), scale, mt, st
-        )
-    for off in range(both_end, draft_end, BLOCK):
-        idx = off + lanes
-        md, sd = _lse2_rows(
-            tl.load(draft_row_ptr + idx, mask=idx < draft_end, other=float("-inf"), eviction_policy=EVICT),
-            scale, md, sd,
-        )
-    mxt = tl.max(mt, 0)
-    mxd = tl.max(md, 0)
-    total_t = tl.sum(st * tl.exp2(mt - tl.where(mxt == float("-inf"), 0.0, mxt)), 0)
-    total_d = tl.sum(sd * tl.exp2(md - tl.where(mxd == float("-inf"), 0.0, mxd)), 0)
-    return mxt, total_t, mxd, total_d
 
 
 @triton.jit
@@ -491,7 +399,7 @@ def _residual_block_f64(
     """float64 twin of :func:`_residual_keys` (every block masked: this path is not tuned)."""
     x = tl.load(target_row_ptr + idx, mask=idx < end, other=float("-inf")).to(tl.float64)
     if greedy:
-        new_val, new_idx = _greedy_update(x, idx, best_val, best_idx)
+        new_val, new_idx = greedy_update(x, idx, best_val, best_idx)
     else:
         noise = neg_log2_exponential(token_hash(key, idx), False, True)
         if residual:
@@ -539,7 +447,7 @@ def _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG: tl.constexpr,
         upd = k > best_val
         best_val = tl.where(upd, k, best_val)
         best_idx = tl.where(upd, idx, best_idx)
-    m, win = _row_argmax(best_val, best_idx)
+    m, win = row_argmax(best_val, best_idx)
     return win.to(tl.int64)
 
 
@@ -548,11 +456,11 @@ def _resample_kernel(
     # [N, V] unit inner stride
     target_ptr,
     target_stride_0,
-    # [R, S, W] unit inner stride (only read when HAS_DRAFT)
+    # [R, S, W] unit inner stride (None without HAS_DRAFT)
     draft_ptr,
     draft_stride_0,
     draft_stride_1,
-    # [Q, S] int
+    # [Q, S] int (None with HAS_DRAFT)
     draft_tokens_ptr,
     draft_tokens_stride_0,
     draft_tokens_stride_1,
@@ -574,9 +482,10 @@ def _resample_kernel(
     # [N] int64
     pos_ptr,
     pos_stride_0,
-    # [Q, num_splits, 4] float32 partial (max, sum) of target and draft, contiguous
+    # [Q, num_splits, 4] float32 partial (max, sum) of target and draft, contiguous (None for
+    # PHASE 2 and 3)
     stats_ptr,
-    # [>= Q] self-resetting merge scratch
+    # [>= Q] self-resetting merge scratch (None for PHASE 2 and 3)
     best_ptr,
     best_stride_0,
     done_ptr,
@@ -595,23 +504,17 @@ def _resample_kernel(
     HAS_DRAFT: tl.constexpr,
     FAST_LOG: tl.constexpr,
     SPLITS_P2: tl.constexpr,
-    PREFETCH: tl.constexpr,
-    # The residual key's form in the float32 draw (residual_form): 1 the log form, 2 p - q
+    # The residual key's form in the float32 draw: 1 the log form, 2 p - q
     RESIDUAL_FORM: tl.constexpr,
     BLOCK: tl.constexpr,
-    # L2 eviction policies of the log-sum-exp pass's and the draw's loads ("" the default)
-    EVICT_LSE: tl.constexpr,
+    # L2 eviction policy of the draw's loads ("" the default)
     EVICT_DRAW: tl.constexpr,
-    # PHASE 4: both rows' log-sum-exp pass in one loop (_chunk_lse2_pair)
-    PAIR_LSE: tl.constexpr,
-    # The sampled draw's exact block skip and its loads' pipeline depth (draw_skip)
+    # The sampled draw's exact block skip and its loads' pipeline depth
     SKIP: tl.constexpr = False,
     STAGES: tl.constexpr = 1,
-    # PHASE 4: the log-sum-exp loop unrolled by this factor (lse_unroll)
+    # PHASE 4: the log-sum-exp loop unrolled by this factor
     LSE_UNROLL: tl.constexpr = 1,
-    # The residual draw's carried token product and select-free p - q key (lean_draw)
-    LEAN_DRAW: tl.constexpr = False,
-    # The 16-bit one launch's p - q draw as an exponential race (race_draw; with LEAN_DRAW)
+    # PHASE 4: the 16-bit p - q draw as an exponential race
     RACE_DRAW: tl.constexpr = False,
     # PHASE 4: the log-sum-exp loads pipelined this deep (1: the manual one-block prefetch)
     LSE_STAGES: tl.constexpr = 1,
@@ -641,7 +544,7 @@ def _resample_kernel(
     slot = tl.load(idx_mapping_ptr + req * idx_mapping_stride_0).to(tl.int64)
     temp = tl.load(temperature_ptr + slot * temperature_stride_0).to(tl.float32)
     greedy = temp == 0.0
-    scale = _LOG2E / tl.where(greedy, 1.0, temp)
+    scale = LOG2E / tl.where(greedy, 1.0, temp)
     if HAS_DRAFT:
         residual = (temp != 0.0) & (accepted < num_drafts)
     else:
@@ -653,7 +556,9 @@ def _resample_kernel(
     start = split * chunk_size  # stridecheck: ignore[SC001, SC006]
     end = tl.minimum(start + chunk_size, vocab_size)
     target_row_ptr = target_ptr + row * target_stride_0
-    draft_row_ptr = draft_ptr + slot * draft_stride_0 + accepted * draft_stride_1
+    draft_row_ptr = draft_ptr
+    if HAS_DRAFT:
+        draft_row_ptr = draft_ptr + slot * draft_stride_0 + accepted * draft_stride_1
     stats_row = req * num_splits * 4
     # A draw that replaces a rejected draft; if its residual has no mass (no token with p > q:
     # p == q, where the residual is undefined) it falls back to p.
@@ -664,8 +569,8 @@ def _resample_kernel(
         lse_t64 = tl.full((), 0.0, tl.float64)
         lse_d64 = tl.full((), 0.0, tl.float64)
         if residual:
-            lse_t64 = _chunk_lse2_f64(target_row_ptr, vocab_size, scale64, BLOCK)
-            lse_d64 = _chunk_lse2_f64(draft_row_ptr, draft_vocab_size, scale64, BLOCK)
+            lse_t64 = _chunk_lse2_f64(target_row_ptr, vocab_size, scale64, BLOCK=BLOCK)
+            lse_d64 = _chunk_lse2_f64(draft_row_ptr, draft_vocab_size, scale64, BLOCK=BLOCK)
         rejected64 = tl.full((), -1, tl.int64)
         if not HAS_DRAFT:
             if accepted < num_drafts:
@@ -681,15 +586,15 @@ def _resample_kernel(
                 target_row_ptr, draft_row_ptr, off + lanes64, vocab_size, draft_vocab_size, key64, scale64, lse_t64,
                 lse_d64, greedy, residual, rejected64, best_val64, best_idx64,
             )
-        m64, win64, _ = _row_winner(best_val64, best_idx64)
+        m64, win64, _ = row_winner(best_val64, best_idx64)
         token64 = win64.to(tl.int64)
         if rejecting & (m64 == float("-inf")):
-            token64 = _draw_from_p(target_row_ptr, vocab_size, key64, scale64, False, True, BLOCK)
+            token64 = _draw_from_p(target_row_ptr, vocab_size, key64, scale64, FAST_LOG=False, USE_FP64=True, BLOCK=BLOCK)
         tl.store(out_ptr + req, token64)
     elif PHASE == 0:
         if residual:
-            mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK, "")
-            md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK, "")
+            mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK=BLOCK, EVICT="")
+            md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK=BLOCK, EVICT="")
             base = stats_ptr + stats_row + split * 4
             tl.store(base, mt)
             tl.store(base + 1, st)
@@ -700,23 +605,17 @@ def _resample_kernel(
         lse_d = tl.full((), 0.0, tl.float32)
         if residual:
             if PHASE == 2:
-                mt, st = _chunk_lse2(target_row_ptr, 0, vocab_size, scale, BLOCK, "")
-                md, sd = _chunk_lse2(draft_row_ptr, 0, draft_vocab_size, scale, BLOCK, "")
+                mt, st = _chunk_lse2(target_row_ptr, 0, vocab_size, scale, BLOCK=BLOCK, EVICT="")
+                md, sd = _chunk_lse2(draft_row_ptr, 0, draft_vocab_size, scale, BLOCK=BLOCK, EVICT="")
                 lse_t = mt + tl.log2(st)
                 lse_d = md + tl.log2(sd)
             elif PHASE == 4:
                 # This chunk's pass: its bytes stay in L2 for the draw below, which reads them
                 # again once every chunk of the request has published its partial pair.
-                if PAIR_LSE:
-                    mt, st, md, sd = _chunk_lse2_pair(
-                        target_row_ptr, draft_row_ptr, start, end, tl.minimum(end, draft_vocab_size), scale, BLOCK,
-                        EVICT_LSE, LSE_STAGES,
-                    )
-                else:
-                    mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK, EVICT_LSE, LSE_UNROLL,
-                                         LSE_STAGES)
-                    md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK,
-                                         EVICT_LSE, LSE_UNROLL, LSE_STAGES)
+                mt, st = _chunk_lse2(target_row_ptr, start, end, scale, BLOCK=BLOCK, EVICT="", UNROLL=LSE_UNROLL,
+                                     STAGES=LSE_STAGES)
+                md, sd = _chunk_lse2(draft_row_ptr, start, tl.minimum(end, draft_vocab_size), scale, BLOCK=BLOCK,
+                                     EVICT="", UNROLL=LSE_UNROLL, STAGES=LSE_STAGES)
                 base = stats_ptr + stats_row + split * 4
                 tl.store(base, mt)
                 tl.store(base + 1, st)
@@ -729,40 +628,43 @@ def _resample_kernel(
                 arrived = tl.atomic_add(done_ptr + req * done_stride_0, 1, sem="acq_rel") + 1
                 while arrived < num_splits:
                     arrived = tl.atomic_add(done_ptr + req * done_stride_0, 0, sem="acquire")
-                lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2)
-                lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2)
+                lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2=SPLITS_P2)
+                lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2=SPLITS_P2)
             else:
-                lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2)
-                lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2)
+                lse_t = _merge_lse2(stats_ptr, stats_row, 0, num_splits, SPLITS_P2=SPLITS_P2)
+                lse_d = _merge_lse2(stats_ptr, stats_row, 1, num_splits, SPLITS_P2=SPLITS_P2)
         rejected = tl.full((), -1, tl.int64)
         if not HAS_DRAFT:
             if accepted < num_drafts:
                 rejected = tl.load(
                     draft_tokens_ptr + req * draft_tokens_stride_0 + accepted * draft_tokens_stride_1
                 ).to(tl.int64)
-        key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), 0)  # 0: the verification stream (noise.VERIFY_STREAM)
+        # Stream 0: the verification stream (noise.VERIFY_STREAM).
+        key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), 0)
         lanes = tl.arange(0, BLOCK)
         best_val = tl.full((BLOCK,), float("-inf"), tl.float32)
         best_idx = start + lanes
         if greedy:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, True, False, FAST_LOG, False, BLOCK, EVICT_DRAW,
+                best_val, best_idx, GREEDY=True, RESIDUAL=False, FAST_LOG=FAST_LOG, BLOCK=BLOCK, EVICT=EVICT_DRAW,
+                SKIP=False, STAGES=1, RACE=False,
             )
         elif residual:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, RESIDUAL_FORM, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW, SKIP, STAGES,
-                LEAN_DRAW, RACE_DRAW,
+                best_val, best_idx, GREEDY=False, RESIDUAL=RESIDUAL_FORM, FAST_LOG=FAST_LOG, BLOCK=BLOCK,
+                EVICT=EVICT_DRAW, SKIP=SKIP, STAGES=STAGES, RACE=RACE_DRAW,
             )
         else:
             best_val, best_idx = _draw_chunk(
                 target_row_ptr, draft_row_ptr, start, end, draft_vocab_size, key, scale, lse_t, lse_d, rejected,
-                best_val, best_idx, False, False, FAST_LOG, PREFETCH, BLOCK, EVICT_DRAW, SKIP, STAGES,
+                best_val, best_idx, GREEDY=False, RESIDUAL=False, FAST_LOG=FAST_LOG, BLOCK=BLOCK, EVICT=EVICT_DRAW,
+                SKIP=SKIP, STAGES=STAGES, RACE=False,
             )
-        m, win, nan_won = _row_winner(best_val, best_idx)
+        m, win, nan_won = row_winner(best_val, best_idx)
         if PHASE == 1 or PHASE == 4:
-            tl.atomic_max(best_ptr + req * best_stride_0, _merge_key(m, win, nan_won))
+            tl.atomic_max(best_ptr + req * best_stride_0, merge_key(m, win, nan_won))
             finished = tl.atomic_add(done_ptr + req * done_stride_0, 1)
             last_count = num_splits - 1
             if PHASE == 4:
@@ -774,176 +676,208 @@ def _resample_kernel(
                 token = unpack_index(packed)
                 # Once per request, by its last program: the rare no-mass fallback walks the row.
                 if rejecting & ((packed >> 32) == ordered_key(tl.full((), float("-inf"), tl.float32))):
-                    token = _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG, False, BLOCK)
+                    token = _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG=FAST_LOG, USE_FP64=False,
+                                         BLOCK=BLOCK)
                 tl.store(out_ptr + req, token)
         else:
             token = win.to(tl.int64)
             if rejecting & (m == float("-inf")):
-                token = _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG, False, BLOCK)
+                token = _draw_from_p(target_row_ptr, vocab_size, key, scale, FAST_LOG=FAST_LOG, USE_FP64=False, BLOCK=BLOCK)
             tl.store(out_ptr + req, token)
 
 
-def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device):
-    """(BLOCK, num_warps, num_splits) for a launch; tests and benchmarks may replace it."""
-    if device.type != "cuda":
-        block, warps = 256, 4
-    elif num_reqs >= 256:
-        # Swept on an H200 at 256 and 1024 requests (benchmarks/NOTES.md, run 18): float32 1024 / 4
-        # warps (eight programs per SM) from 4 x SMs requests, 2048 / 8 below (four per SM: 64
-        # registers at 256 threads); bfloat16 / float16 2048 / 8 (four per SM). Programs per
-        # request by the wave count, as gumbel_sample chooses them: at 256 requests two, which
-        # fill one wave of 4 x 132 slots where three (the rule below) left 1.45 waves (+17%).
-        sms = sm_count(device)
-        if dtype == torch.float32 and num_reqs >= 4 * sms:
+INTERPRETED = not isinstance(_resample_kernel, triton.runtime.jit.JITFunction)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResamplePlan:
+    """How :func:`resample` launches for one vocabulary size; made by :func:`resample_plan`.
+
+    None of the fields changes the drawn tokens except ``residual_form`` and ``race``, which
+    change float32 rounding only (each is the same draw in exact arithmetic).
+    """
+
+    vocab_size: int
+    block: int  # columns a program loads at once (BLOCK)
+    num_warps: int
+    chunk: int  # columns per program, a multiple of block
+    num_splits: int  # programs per request
+    exchange: bool  # one launch whose programs exchange partial log-sum-exps (else two launches)
+    residual_form: int  # the float32 residual key: 1 the stable log form, 2 p - q
+    skip: bool  # the draw's exact block skip
+    stages: int  # pipeline depth of the skipping draw's loads
+    evict_draw: str  # L2 eviction policy of the draw's loads: "" or "evict_first"
+    lse_unroll: int  # the one launch's log-sum-exp loop unroll factor
+    lse_stages: int  # the one launch's log-sum-exp pipeline depth (1: a one-block prefetch)
+    race: bool  # the one launch's 16-bit p - q draw as an exponential race
+    fast_log: bool  # the hardware's lg2.approx (GPU only)
+    use_fp64: bool
+
+
+def _two_launch_grid(num_reqs: int, vocab_size: int, dtype: torch.dtype, gpu) -> tuple[int, int, int]:
+    """(BLOCK, num_warps, programs per request asked) of the two launches."""
+    if gpu is None:
+        return 256, 4, fill_splits(num_reqs, vocab_size, 256, 16, 256)
+    if num_reqs >= 256:
+        # Swept on an H200 at 256 and 1024 requests: float32 1024 / 4 warps (eight programs per
+        # SM) from 4 x SMs requests, 2048 / 8 below (four per SM: 64 registers at 256 threads);
+        # bfloat16 / float16 2048 / 8. Programs per request by the wave count: at 256 requests
+        # two, which fill one wave of 4 x 132 slots where three left 1.45 waves (+17%).
+        if dtype == torch.float32 and num_reqs >= 4 * gpu.sms:
             block, warps, per_sm = 1024, 4, 8
         else:
             block, warps, per_sm = 2048, 8, 4
-        return block, warps, _wave_splits(num_reqs, triton.cdiv(vocab_size, block), per_sm * sms)
-    else:
-        # Swept on an H200 (benchmarks/NOTES.md, run 6; not swept again below 256 requests):
-        # float32 1024 / 4 warps (64 registers, eight programs per SM), bfloat16 / float16 4096 / 8.
-        block, warps = (1024, 4) if dtype == torch.float32 else (4096, 8)
-    programs = 4 * sm_count(device)
-    splits = max(1, min(-(-programs // max(num_reqs, 1)), triton.cdiv(vocab_size, block), 256))
-    return block, warps, splits
+        return block, warps, wave_splits(num_reqs, triton.cdiv(vocab_size, block), per_sm * gpu.sms)
+    # Swept on an H200 at T = 256 / 1024 and carried below: float32 1024 / 4 warps (64 registers,
+    # eight programs per SM), bfloat16 / float16 4096 / 8.
+    block, warps = (1024, 4) if dtype == torch.float32 else (4096, 8)
+    return block, warps, fill_splits(num_reqs, vocab_size, block, 4 * gpu.sms, 256)
 
 
-def draw_skip(num_reqs: int, chunk: int, block: int, dtype: torch.dtype, device: torch.device,
-              exchange: bool) -> bool:
-    """Whether the sampled draw skips the blocks that cannot hold its chunk's maximum
-    (:func:`_skip_draw_blocks`; the tokens are bit for bit the same either way). ``exchange``: the
-    one-launch path. On a GPU for 16-bit logits on the two launches where a program walks at least
-    32 blocks (from 4 x SMs requests): measured on an H200 (benchmarks/NOTES.md, run 35, three
-    passes) -4.9% / -8.4% at T = 1024, V = 151,936 / 262,144. Elsewhere it lost or did not pay:
-    the skip raises the draw's registers (1,024 / 4: 64-72 -> 80-96, fewer programs per SM) and
-    the one launch's chunks are short (16 blocks: its best key is young): float32 +9 to +16% at
-    T >= 256, bf16 T = 256 -1.7% to +5.7%, T = 64 -9% to +25%. Benchmarks and tests may replace
-    it."""
-    return (device.type == "cuda" and dtype.itemsize <= 2 and not exchange and num_reqs >= 4 * sm_count(device)
-            and chunk >= 32 * block)
+def _one_launch_columns(num_reqs: int, vocab_size: int, dtype: torch.dtype, gpu) -> int | None:
+    """Columns per program of the one launch, or None where the two launches are faster.
 
-
-def draw_stages(dtype: torch.dtype, device: torch.device) -> int:
-    """``num_stages`` of the skipping draw loop's target loads on a GPU (see
-    :func:`guarded_kernels.sample.loop_stages`). Benchmarks may replace it."""
-    return 4
-
-
-def lse_unroll(dtype: torch.dtype, device: torch.device) -> int:
-    """The one launch's log-sum-exp loop unroll factor (:func:`_chunk_lse2`'s UNROLL) on a GPU:
-    2, which drops the loop's register moves (triton 3.9, 1,024 / 4 warps: 9.25 instructions per
-    element and row against 10.9 in bfloat16, 8.1 against 10.25 in float32; registers unchanged).
-    Measured on an H200 against the rolled loop (benchmarks/NOTES.md, version 24, run 43, two
-    interleaved passes): bfloat16 T = 256 -5.3% (V = 151,936) / -3.7% (262,144), T = 64 -7.9% /
-    -4.2%; float32 T = 64 -7.1% / -5.6%, T = 1024 -1.5% to -4.1%, T = 256 -1.3% to +1.0%. The
-    tokens are the same (each lane sums its blocks in the same order). Benchmarks may replace
-    it."""
-    return 2 if device.type == "cuda" else 1
-
-
-def lean_draw(dtype: torch.dtype, device: torch.device, residual_form: int) -> bool:
-    """Whether the one launch's residual draw carries the token product across its loop and
-    computes the ``p - q`` key without its select (``_draw_chunk``'s CARRY; the tokens are the
-    same): for 16-bit logits with the ``p - q`` form on a GPU. Measured on an H200
-    (benchmarks/NOTES.md, version 25, run 44, two interleaved passes): bfloat16 T = 256 -3.4% /
-    -5.4% (V = 151,936 / 262,144), T = 64 -2.3% / -3.7%; float32 (the same change) +6% to +23% at
-    T >= 256, so not there. Benchmarks and tests may replace it."""
-    return device.type == "cuda" and dtype.itemsize <= 2 and residual_form == 2
-
-
-def lse_stages(dtype: torch.dtype, device: torch.device) -> int:
-    """The one launch's log-sum-exp pipeline depth (``_chunk_lse2``'s STAGES: Triton's software
-    pipeliner keeps STAGES - 1 blocks in flight; 1: the manual prefetch of the next block). On a
-    GPU 5 for 16-bit logits, whose pass streams from DRAM with too few bytes in flight: measured
-    on an H200 (benchmarks/NOTES.md, version 28, runs 50-51, against the prefetching loop)
-    bfloat16 T = 64 -5% to -8%, T = 256 -1.6% to -2.1%; 3 deep did nothing, 8 deep was mixed
-    (T = 64 -6.0% / +6.6%); float32 +1.0% / +1.6% at T = 256, so 1 there. Benchmarks and tests
-    may replace it."""
-    return 5 if device.type == "cuda" and dtype.itemsize <= 2 else 1
-
-
-def race_draw(dtype: torch.dtype, device: torch.device, residual_form: int) -> bool:
-    """Whether the one launch's lean ``p - q`` draw (:func:`lean_draw`) runs as an exponential race
-    (``_draw_chunk``'s RACE: the per-lane argmax of ``w_i = r_i / E_i`` with one approximate
-    reciprocal per column, ``log2 w`` once per lane; the same draw, in which columns within
-    ~2**-19 of each other may be ordered otherwise than by the log keys). Measured on an H200
-    (benchmarks/NOTES.md, version 26, runs 47-49): 32 instead of 40 MUFU per 8 positions, alone
-    level (+0.1% / -0.2% at bfloat16 T = 256), with the row log-sum-exp of version 27 -1.9% /
-    -2.7% (without it +1.8% / +1.8%). Benchmarks and tests may replace it."""
-    return lean_draw(dtype, device, residual_form)
-
-
-def residual_form(dtype: torch.dtype, num_reqs: int) -> int:
-    """The float32 draw's residual key: 2, ``p_i - q_i`` from two exponentials (about 8
-    instructions per element fewer, one MUFU more), or 1, the stable log form. Measured on an H200
-    (benchmarks/NOTES.md, versions 16-19): 16-bit logits are bound by instruction issue and take 2
-    (-4.3 to -5.8% at T >= 256 by itself in run 18; -7 to -13% with version 17's launch
-    configuration in run 23); float32 takes 2 from 256 requests, where its 2,048 / 8-warp launch
-    keeps four programs per SM only with p - q's registers (the log form there: +5.9 / +8.2%), and
-    1 below, where p - q cost +5.6 / +6.4% at 64 requests. Both are exact to float32 rounding;
-    tests and benchmarks may replace it."""
-    return 2 if dtype.itemsize < 4 or num_reqs >= 256 else 1
-
-
-class ExchangeConfig(NamedTuple):
-    """The one-launch path's configuration (:func:`exchange_config`)."""
-
-    block: int
-    num_warps: int
-    num_splits: int
-    # The two reads' L2 eviction policies: "", "evict_first" or "evict_last"
-    evict_lse: str = ""
-    evict_draw: str = ""
-    # Both rows' log-sum-exp pass in one loop: twice the bytes in flight, but more registers
-    # (fewer programs per SM); measured slower (benchmarks/NOTES.md, version 20)
-    pair_lse: bool = False
-
-
-def exchange_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device):
-    """An :class:`ExchangeConfig` for the one-launch path, or None for the two launches of
-    :func:`launch_config`; tests and benchmarks may replace it.
-
-    One launch (``PHASE == 4``): each program reduces its chunk of the target and draft rows to
-    partial (max, sum) pairs, publishes them, waits until every program of its request has, and
-    draws from the same chunk, whose bytes a few microseconds after the first read are mostly
-    still in L2: most bytes come from DRAM once where the two launches read every row twice
-    (their 50% ceiling, benchmarks/NOTES.md; with 528-1,056 programs of 64 KB resident against
-    the 50 MB L2 part of the second read still misses).
-
-    Measured on an H200 (benchmarks/NOTES.md, version 20, runs 25-29, against the two launches
-    in the same process): 1,024 columns / 4 warps a block, one row at a time in the first pass,
-    evict_first on the draw's loads (its bytes are not read again). float32: chunks of 8,192
-    columns, -8% to -27% from 256 requests at V >= 151,936 (V = 32,000: -4% to -19%), at 64
-    requests -8% at V = 262,144 and +0.6% at 151,936. 16-bit logits: chunks of 16,384, -20% /
-    -22% at 64 requests, -9% / -12% at 256, -2% at 512 (V >= 151,936); at 1,024 requests the
-    two launches are as fast and are kept from 4 x SMs requests. At V = 32,000 below 256 requests (float32) or at all
-    (16-bit) the one launch lost 3-23% (a few programs per request, each chain for little
-    streaming): the two launches there, below 64 requests (not measured) and for float64."""
-    if device.type != "cuda" or num_reqs < 64:
+    The one launch reads each chunk twice a few microseconds apart, the second time mostly from
+    L2, where the two launches read every row twice from DRAM (their 50% ceiling). Measured on an
+    H200 against the two launches in the same process (1,024 / 4 warps, evict_first on the
+    draw's loads): float32, chunks of 8,192 columns, -8% to -27% from 256 requests at
+    V >= 151,936 (V = 32,000: -4% to -19%), at 64 requests -8% at V = 262,144 and +0.6% at
+    151,936; 16-bit logits, chunks of 16,384, -20% / -22% at 64 requests, -9% / -12% at 256, -2%
+    at 512 (V >= 151,936), level at 1,024 (two launches kept from 4 x SMs requests). At
+    V = 32,000 below 256 requests (float32) or at all (16-bit) it lost 3-23%; below 64 requests it
+    is not used (not measured)."""
+    if gpu is None or num_reqs < 64:
         return None
     if dtype.itemsize == 4:
-        if vocab_size < 65536 and num_reqs < 256:
-            return None
-        columns = 8192
-    elif num_reqs < 4 * sm_count(device) and vocab_size >= 65536:
-        columns = 16384
+        return None if vocab_size < 65536 and num_reqs < 256 else 8192
+    if num_reqs < 4 * gpu.sms and vocab_size >= 65536:
+        return 16384
+    return None
+
+
+_FIELDS = {f.name for f in dataclasses.fields(ResamplePlan)} - {"vocab_size", "use_fp64", "chunk"}
+
+
+def resample_plan(num_reqs: int, vocab_size: int, dtype: torch.dtype, device, *, use_fp64: bool = False,
+                  **overrides) -> ResamplePlan:
+    """The launch plan of a :func:`resample` call with ``num_reqs`` requests on target logits of
+    ``vocab_size`` columns and ``dtype`` on ``device`` (a ``torch.device`` or name; a
+    :class:`guarded_kernels.Gpu` plans for a GPU that is not here), by the rules measured on an
+    H200.
+
+    ``overrides`` set fields of :class:`ResamplePlan` by name (tests and benchmarks): ``exchange``
+    chooses the one launch or the two; ``block``, ``num_warps`` and ``num_splits`` (programs asked
+    per request; the chunk layout may launch fewer) set the grid (``use_fp64`` always runs one
+    program per request, and the one launch under the CPU interpreter too: its programs wait for
+    each other, which the interpreter, running them one after another, cannot); the other knobs
+    follow the rules for that grid unless given. Raises ValueError for an unknown field or a
+    combination the kernel does not support.
+    """
+    unknown = set(overrides) - _FIELDS
+    if unknown:
+        raise ValueError(f"resample_plan: unknown fields {sorted(unknown)}; known: {sorted(_FIELDS)}")
+    if not isinstance(device, Gpu):
+        device = torch.device(device)
+    gpu = gpu_of(device, INTERPRETED)
+    columns = None if use_fp64 else _one_launch_columns(num_reqs, vocab_size, dtype, gpu)
+    exchange = overrides.pop("exchange", columns is not None)
+    if use_fp64 and exchange:
+        raise ValueError("resample_plan: use_fp64 runs its own one-program-per-request launch (no exchange)")
+    if exchange and columns is not None:
+        block, warps, splits = 1024, 4, triton.cdiv(vocab_size, columns)
     else:
-        return None
-    return ExchangeConfig(1024, 4, triton.cdiv(vocab_size, columns), "", "evict_first", False)
+        block, warps, splits = _two_launch_grid(num_reqs, vocab_size, dtype, gpu)
+    if use_fp64 and gpu is not None:
+        block, warps = 1024, 8
+    block = overrides.pop("block", block)
+    warps = overrides.pop("num_warps", warps)
+    splits = overrides.pop("num_splits", splits)
+    if use_fp64:
+        # One program per request: the cross-program merge packs a float32 key.
+        splits = 1
+    if exchange:
+        # Every program of a request must be resident at once (the ticket argument in the kernel):
+        # at most one program per multiprocessor.
+        splits = min(splits, gpu.sms) if gpu is not None else 1
+    chunk, splits = chunk_layout(vocab_size, splits, block)
+    # The p - q key: about 8 instructions per element fewer than the log form, one MUFU more.
+    # 16-bit logits are bound by instruction issue and take it (-4.3 to -5.8% at T >= 256);
+    # float32 from 256 requests, where its 2,048 / 8-warp launch keeps four programs per SM only
+    # with p - q's registers (the log form there: +5.9 / +8.2%), and the log form below (p - q
+    # cost +5.6 / +6.4% at 64 requests).
+    form = overrides.pop("residual_form", 2 if dtype.itemsize < 4 or num_reqs >= 256 else 1)
+    # The draw's block skip on the two launches for 16-bit logits where a program walks >= 32
+    # blocks (from 4 x SMs requests): -4.9% / -8.4% at T = 1024, V = 151,936 / 262,144. Elsewhere it
+    # lost or did not pay: it raises the draw's registers (1,024 / 4: 64-72 -> 80-96) and the one
+    # launch's chunks are short (16 blocks: its best key is young): float32 +9 to +16% at
+    # T >= 256, bf16 T = 256 -1.7% to +5.7%, T = 64 -9% to +25%.
+    skip = overrides.pop("skip", gpu is not None and not use_fp64 and dtype.itemsize <= 2 and not exchange
+                         and num_reqs >= 4 * gpu.sms and chunk >= 32 * block)
+    sixteen = gpu is not None and dtype.itemsize <= 2
+    plan = ResamplePlan(
+        vocab_size=vocab_size, block=block, num_warps=warps, chunk=chunk, num_splits=splits, exchange=exchange,
+        residual_form=form, skip=skip, stages=overrides.pop("stages", 4 if skip and gpu is not None else 1),
+        # The one launch's draw reads bytes nobody reads again.
+        evict_draw=overrides.pop("evict_draw", "evict_first" if exchange and gpu is not None else ""),
+        # Unrolled by two the loop keeps the prefetched block and the sums in alternating registers
+        # instead of moving them back every block (bf16 1,024 / 4: 148 instructions per two blocks
+        # against 2 x 87): bfloat16 T = 256 -5.3% / -3.7%, T = 64 -7.9% / -4.2%; float32 T = 64
+        # -7.1% / -5.6%, T = 1024 -1.5% to -4.1%, T = 256 -1.3% to +1.0%.
+        lse_unroll=overrides.pop("lse_unroll", 2 if exchange and gpu is not None else 1),
+        # 16-bit logits stream from DRAM with too few bytes in flight: five blocks pipelined,
+        # bfloat16 T = 64 -5% to -8%, T = 256 -1.6% to -2.1% (3 deep did nothing, 8 was mixed);
+        # float32 +1.0% / +1.6% at T = 256, so none there.
+        lse_stages=overrides.pop("lse_stages", 5 if exchange and sixteen else 1),
+        # The race: 32 instead of 40 MUFU per 8 positions, with the carried token product and the
+        # row log-sum-exp -1.9% / -2.7% at bfloat16 T = 256; float32 lost 6-23% with the carried
+        # product, so only 16-bit logits.
+        race=overrides.pop("race", exchange and sixteen and form == 2),
+        fast_log=overrides.pop("fast_log", gpu is not None), use_fp64=use_fp64,
+    )
+    if plan.residual_form not in (1, 2) or plan.block & (plan.block - 1):
+        raise ValueError(f"resample_plan: residual_form must be 1 or 2 and block a power of two: {plan}")
+    if plan.race and (plan.residual_form != 2 or not plan.exchange):
+        raise ValueError("resample_plan: the race is the one launch's p - q draw (exchange, residual_form=2)")
+    if plan.use_fp64 and plan.skip:
+        raise ValueError("resample_plan: use_fp64 has no block skip")
+    if gpu is None and plan.fast_log:
+        raise ValueError("resample_plan: fast_log needs a GPU (not the CPU interpreter)")
+    return plan
 
 
-def draw_prefetch(dtype: torch.dtype, device: torch.device) -> bool:
-    """Whether the draw loop loads the next block ahead (benchmarks/NOTES.md, version 7)."""
-    return False
+@functools.lru_cache(maxsize=4096)
+def _default_plan(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: torch.device, use_fp64: bool):
+    return resample_plan(num_reqs, vocab_size, dtype, device, use_fp64=use_fp64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _launchers(plan: ResamplePlan, has_draft: bool) -> tuple[Launcher, ...]:
+    """The launches of a call, in order: (PHASE 3), (PHASE 4), (PHASE 0, PHASE 1) with draft
+    logits or (PHASE 1) without, or (PHASE 2)."""
+    constexprs = dict(HAS_DRAFT=has_draft, FAST_LOG=plan.fast_log, SPLITS_P2=triton.next_power_of_2(plan.num_splits),
+                      RESIDUAL_FORM=plan.residual_form, BLOCK=plan.block, EVICT_DRAW=plan.evict_draw)
+    if plan.skip:
+        constexprs.update(SKIP=True, STAGES=plan.stages)
+    options = dict(num_warps=plan.num_warps)
+    if plan.use_fp64:
+        phases = (3,)
+    elif plan.exchange:
+        constexprs.update(LSE_UNROLL=plan.lse_unroll, LSE_STAGES=plan.lse_stages, RACE_DRAW=plan.race)
+        phases = (4,)
+    elif plan.num_splits > 1:
+        phases = (0, 1) if has_draft else (1,)
+    else:
+        phases = (2,)
+    return tuple(Launcher(_resample_kernel, dict(constexprs, PHASE=phase), options) for phase in phases)
 
 
 @stride_guard(
-    target_logits=Tensor("N V", dtype=_FLOATS),
-    draft_logits=Tensor("R * >=Vd", dtype=_FLOATS),
-    draft_tokens=Tensor("Q *", dtype=_INTS, inner_stride=None),
-    num_accepted=Tensor("Q", dtype=_INTS, inner_stride=None),
-    cu_num_logits=Tensor("*", dtype=_INTS, inner_stride=None),
-    idx_mapping=Tensor("Q", dtype=_INTS, inner_stride=None),
+    target_logits=Tensor("N V", dtype=FLOATS),
+    draft_logits=Tensor("R * >=Vd", dtype=FLOATS),
+    draft_tokens=Tensor("Q *", dtype=INTS, inner_stride=None),
+    num_accepted=Tensor("Q", dtype=INTS, inner_stride=None),
+    cu_num_logits=Tensor("*", dtype=INTS, inner_stride=None),
+    idx_mapping=Tensor("Q", dtype=INTS, inner_stride=None),
     temperature=Tensor("R", dtype=torch.float32, inner_stride=None),
     seed=Tensor("R", dtype=torch.int64, inner_stride=None),
     pos=Tensor("N", dtype=torch.int64, inner_stride=None),
@@ -962,6 +896,7 @@ def resample(
     *,
     draft_vocab_size: int | None = None,
     use_fp64: bool = False,
+    plan: ResamplePlan | None = None,
 ) -> torch.Tensor:
     """Draw each request's replacement token (first rejected draft) or bonus token.
 
@@ -981,10 +916,10 @@ def resample(
         pos: [N] int64, each target row's position (keys the noise).
         draft_vocab_size: ``V_d <= min(V, W)``, default ``W``: ``q`` is zero beyond it.
         use_fp64: float64 logits, ``log2(e) / T``, log-sum-exps, residual, noise and maximum
-            (one program per request, whatever ``launch_config`` says; not tuned for speed). The
-            float32 default resolves keys to about 2**-22 relative (where it forms ``p - q``,
-            see :func:`residual_form`, tokens whose ``p`` and ``q`` are both below 2**-126 get a
-            residual weight of zero).
+            (one program per request; not tuned for speed). The float32 default resolves keys to
+            about 2**-22 relative (where it forms ``p - q``, see :class:`ResamplePlan`, tokens whose
+            ``p`` and ``q`` are both below 2**-126 get a residual weight of zero).
+        plan: how to launch (:func:`resample_plan`); None: the measured rules for this shape.
 
     Returns:
         [Q] int64 token ids in ``[0, V)``. If a rejected row's residual has no mass (no token with
@@ -1004,11 +939,15 @@ def resample(
 
     Raises:
         StrideGuardError: a layout the kernel cannot address.
-        ValueError: inconsistent request counts or draft vocabulary.
+        ValueError: inconsistent request counts or draft vocabulary, a plan made for another
+            vocabulary size.
+        RuntimeError: CPU tensors without Triton's interpreter (``TRITON_INTERPRET=1``).
     """
     num_rows, vocab_size = target_logits.shape
     num_reqs = num_accepted.shape[0]
     device = target_logits.device
+    if device.type == "cpu":
+        check_device("resample", target_logits, INTERPRETED)
     if cu_num_logits.dim() != 1 or cu_num_logits.shape[0] != num_reqs + 1:
         raise ValueError(
             f"resample: cu_num_logits must be [num_reqs + 1] = [{num_reqs + 1}], got {tuple(cu_num_logits.shape)}"
@@ -1029,94 +968,39 @@ def resample(
                 f"resample: draft_vocab_size must be in [1, min(W, V)] = [1, {min(width, vocab_size)}], got {vd}"
             )
         draft, d0, d1 = draft_logits, draft_logits.stride(0), draft_logits.stride(1)
+        tokens, t0, t1 = None, None, None
+        ptrs = draft.data_ptr()
     else:
-        vd, draft, d0, d1 = 0, target_logits, 0, 0
-    exchange = None if use_fp64 else exchange_config(num_reqs, vocab_size, target_logits.dtype, device)
-    if exchange is not None:
-        exchange = ExchangeConfig(*exchange)
-        block, warps, splits = exchange.block, exchange.num_warps, exchange.num_splits
-        # Every program of a request must be resident at once (the ticket argument in the kernel):
-        # at most one program per multiprocessor. The CPU interpreter runs programs one after
-        # another, so there a program waiting for another would wait forever: one per request.
-        splits = min(splits, sm_count(device)) if device.type == "cuda" else 1
+        vd, draft, d0, d1 = 0, None, None, None
+        tokens, t0, t1 = draft_tokens, draft_tokens.stride(0), draft_tokens.stride(1)
+        ptrs = tokens.data_ptr()
+    if plan is None:
+        plan = _default_plan(num_reqs, vocab_size, target_logits.dtype, device, use_fp64)
+    elif plan.vocab_size != vocab_size or plan.use_fp64 != use_fp64:
+        raise ValueError(
+            f"resample: the plan is for V = {plan.vocab_size}, use_fp64 = {plan.use_fp64}; "
+            f"the call has V = {vocab_size}, use_fp64 = {use_fp64}"
+        )
+    splits = plan.num_splits
+    if plan.exchange or splits > 1:
+        # With the one launch one counter word more than requests: the ticket dispenser.
+        best, best_s0, done, done_s0 = row_scratch(device, num_reqs + 1 if plan.exchange else num_reqs)
+        stats = stats_scratch(device, num_reqs * splits * 4)
     else:
-        block, warps, splits = launch_config(num_reqs, vocab_size, target_logits.dtype, device)
-    if use_fp64:
-        # One program per request: the cross-program merge packs a float32 key.
-        splits = 1
-        if device.type == "cuda":
-            block, warps = 1024, 8
-    chunk, splits = chunk_layout(vocab_size, splits, block)
-    if exchange is not None:
-        # One counter word more than requests: the ticket dispenser.
-        best, best_s0, done, done_s0 = row_scratch(device, num_reqs + 1)
-        stats = torch.empty((num_reqs, splits, 4), dtype=torch.float32, device=device)
-    elif splits > 1:
-        best, best_s0, done, done_s0 = row_scratch(device, num_reqs)
-        stats = torch.empty((num_reqs, splits, 4), dtype=torch.float32, device=device)
-    else:
-        best, best_s0, done, done_s0, stats = out, 0, out, 0, out
-    args = (
-        target_logits,
-        target_logits.stride(0),
-        draft,
-        d0,
-        d1,
-        draft_tokens,
-        draft_tokens.stride(0),
-        draft_tokens.stride(1),
-        num_accepted,
-        num_accepted.stride(0),
-        cu_num_logits,
-        cu_num_logits.stride(0),
-        idx_mapping,
-        idx_mapping.stride(0),
-        temperature,
-        temperature.stride(0),
-        seed,
-        seed.stride(0),
-        pos,
-        pos.stride(0),
-        stats,
-        best,
-        best_s0,
-        done,
-        done_s0,
-        out,
-        num_reqs,
-        vocab_size,
-        vd,
-        chunk,
-        splits,
-    )
-    meta = dict(
-        HAS_DRAFT=has_draft,
-        FAST_LOG=use_fast_log(device),
-        SPLITS_P2=triton.next_power_of_2(splits),
-        PREFETCH=draw_prefetch(target_logits.dtype, device),
-        RESIDUAL_FORM=residual_form(target_logits.dtype, num_reqs),
-        BLOCK=block,
-        EVICT_LSE=exchange.evict_lse if exchange is not None else "",
-        EVICT_DRAW=exchange.evict_draw if exchange is not None else "",
-        PAIR_LSE=exchange is not None and exchange.pair_lse,
-        num_warps=warps,
-    )
-    skip = not use_fp64 and not meta["PREFETCH"] and draw_skip(
-        num_reqs, chunk, block, target_logits.dtype, device, exchange is not None)
-    if skip:
-        meta.update(SKIP=True, STAGES=draw_stages(target_logits.dtype, device) if device.type == "cuda" else 1)
+        best, best_s0, done, done_s0, stats = None, None, None, None, None
+    args = (target_logits, target_logits.stride(0), draft, d0, d1, tokens, t0, t1, num_accepted,
+            num_accepted.stride(0), cu_num_logits, cu_num_logits.stride(0), idx_mapping, idx_mapping.stride(0),
+            temperature, temperature.stride(0), seed, seed.stride(0), pos, pos.stride(0), stats, best, best_s0,
+            done, done_s0, out, num_reqs, vocab_size, vd, plan.chunk, splits)
+    # What Triton specialises the compiled kernels on beyond the plan (see gumbel_sample).
+    ptrs |= (target_logits.data_ptr() | num_accepted.data_ptr() | cu_num_logits.data_ptr() | idx_mapping.data_ptr()
+             | temperature.data_ptr() | seed.data_ptr() | pos.data_ptr())
+    key = None if ptrs & 15 else (
+        target_logits.dtype, None if draft is None else draft.dtype, None if tokens is None else tokens.dtype,
+        num_accepted.dtype, cu_num_logits.dtype, idx_mapping.dtype, temperature.dtype, seed.dtype, pos.dtype,
+        args[1], d0, d1, t0, t1, args[9], args[11], args[13], args[15], args[17], args[19], best_s0, done_s0,
+        num_reqs, vd)
     grid = (num_reqs, splits)
-    if use_fp64:
-        _resample_kernel[grid](*args, PHASE=3, **meta)
-    elif exchange is not None:
-        _resample_kernel[grid](*args, PHASE=4, LSE_UNROLL=lse_unroll(target_logits.dtype, device),
-                               LSE_STAGES=lse_stages(target_logits.dtype, device),
-                               LEAN_DRAW=lean_draw(target_logits.dtype, device, meta["RESIDUAL_FORM"]),
-                               RACE_DRAW=race_draw(target_logits.dtype, device, meta["RESIDUAL_FORM"]), **meta)
-    elif splits > 1:
-        if has_draft:
-            _resample_kernel[grid](*args, PHASE=0, **meta)
-        _resample_kernel[grid](*args, PHASE=1, **meta)
-    else:
-        _resample_kernel[grid](*args, PHASE=2, **meta)
+    for launch in _launchers(plan, has_draft):
+        launch(grid, key, args)
     return out

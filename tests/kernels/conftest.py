@@ -16,33 +16,43 @@ def device():
     return torch.device(DEVICE)
 
 
+class SmallPlans:
+    """Launch plans for the tests' small vocabularies: several blocks and several programs per row,
+    so the loop, the masked tail block and the cross-program merge all run. ``small_blocks(block,
+    splits, exchange, **knobs)`` chooses them for the calls that follow; ``.sample`` and
+    ``.resample`` call the kernels with the plan for their arguments' shape (``knobs``: fields of
+    ``SamplePlan`` / ``ResamplePlan``, each applied where the plan has it)."""
+
+    def __init__(self):
+        self.knobs = {}
+        self.exchange = False
+
+    def __call__(self, block=32, splits=3, exchange=False, **knobs):
+        self.knobs = dict(block=block, num_splits=splits, num_warps=4, **knobs)
+        self.exchange = exchange
+
+    def sample(self, logits, *args, use_fp64=False, **kwargs):
+        from guarded_kernels import SamplePlan, gumbel_sample, sample_plan
+
+        knobs = {k: v for k, v in self.knobs.items() if k in SamplePlan.__dataclass_fields__}
+        plan = sample_plan(*logits.shape, logits.dtype, logits.device, use_fp64=use_fp64, **knobs)
+        return gumbel_sample(logits, *args, use_fp64=use_fp64, plan=plan, **kwargs)
+
+    def resample(self, target, draft, tokens, accepted, *args, use_fp64=False, **kwargs):
+        from guarded_kernels import ResamplePlan, resample, resample_plan
+
+        knobs = {k: v for k, v in self.knobs.items() if k in ResamplePlan.__dataclass_fields__}
+        if use_fp64:
+            knobs = {k: v for k, v in knobs.items() if k in ("block", "num_warps", "num_splits")}
+        plan = resample_plan(accepted.shape[0], target.shape[1], target.dtype, target.device, use_fp64=use_fp64,
+                             exchange=self.exchange and not use_fp64, **knobs)
+        return resample(target, draft, tokens, accepted, *args, use_fp64=use_fp64, plan=plan, **kwargs)
+
+
 @pytest.fixture
-def small_blocks(monkeypatch):
-    """Force several blocks and several programs per row at the tests' small vocabularies, so the
-    loop, the masked tail block and the one-launch cross-program merge are all exercised;
-    ``exchange=True`` sends resample through its one-launch exchange path."""
-    import importlib
-
-    # `guarded_kernels.resample` the attribute is the function; the module is in sys.modules.
-    resample_mod = importlib.import_module("guarded_kernels.resample")
-    sample_mod = importlib.import_module("guarded_kernels.sample")
-
-    def config(block, splits):
-        def launch_config(num_rows, vocab_size, *args, **kwargs):
-            return block, 4, splits
-
-        return launch_config
-
-    def apply(block=32, splits=3, exchange=False):
-        monkeypatch.setattr(sample_mod, "launch_config", config(block, splits))
-        monkeypatch.setattr(resample_mod, "launch_config", config(block, splits))
-        # exchange: resample's one-launch path (PHASE 4) with the same chunks; the interpreter
-        # runs it with one program per request (resample.exchange_config).
-        monkeypatch.setattr(
-            resample_mod, "exchange_config", lambda *a, **k: (block, 4, splits, "", "") if exchange else None
-        )
-
-    return apply
+def small_blocks():
+    """:class:`SmallPlans` for one test."""
+    return SmallPlans()
 
 
 def pytest_collection_modifyitems(items):

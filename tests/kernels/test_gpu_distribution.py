@@ -4,16 +4,13 @@ Parametrised over the CUDA devices present: without CUDA the parameter set is em
 reports each test as skipped ("got empty parameter set"), never as passed.
 """
 
-import importlib
 import math
 
 import pytest
 import torch
 
-from guarded_kernels import gumbel_sample, resample
+from guarded_kernels import gumbel_sample, resample, resample_plan, sample_plan
 from tests.kernels.chisquare import chi2_pvalue
-
-resample_mod = importlib.import_module("guarded_kernels.resample")
 
 GPU = ["cuda"] if torch.cuda.is_available() else []
 ALPHA = 1e-6  # fixed seeds: deterministic verdicts (see test_gumbel_sample)
@@ -21,12 +18,11 @@ DRAWS = 4 * 1024 * 1024
 CALL_ROWS = 8192
 
 
-def _count_draws(logits_row, temperature, accurate_log, monkeypatch):
-    if accurate_log:
-        monkeypatch.setenv("GUARDED_KERNELS_ACCURATE_LOG", "1")
-    else:
-        monkeypatch.delenv("GUARDED_KERNELS_ACCURATE_LOG", raising=False)
+def _count_draws(logits_row, temperature, accurate_log):
+    """[V] int64 counts (CPU) of DRAWS draws from one row; ``accurate_log``: the plan's library
+    logarithm instead of the GPU's lg2.approx."""
     V = logits_row.numel()
+    plan = sample_plan(CALL_ROWS, V, logits_row.dtype, logits_row.device, fast_log=not accurate_log)
     counts = torch.zeros(V, dtype=torch.int64, device="cuda")
     idx = torch.zeros(CALL_ROWS, dtype=torch.int64, device="cuda")
     temp = torch.tensor([temperature], device="cuda")
@@ -34,7 +30,7 @@ def _count_draws(logits_row, temperature, accurate_log, monkeypatch):
     logits = logits_row.expand(CALL_ROWS, V)  # one row, stride 0: every draw reads it from L2
     for start in range(0, DRAWS, CALL_ROWS):
         pos = torch.arange(start, start + CALL_ROWS, device="cuda")
-        out = gumbel_sample(logits, idx, temp, seed, pos)
+        out = gumbel_sample(logits, idx, temp, seed, pos, plan=plan)
         counts += torch.bincount(out, minlength=V)
     return counts.cpu().numpy()
 
@@ -43,13 +39,13 @@ def _count_draws(logits_row, temperature, accurate_log, monkeypatch):
 @pytest.mark.parametrize("device", GPU)
 @pytest.mark.parametrize("accurate_log", [False, True], ids=["lg2_approx", "accurate_log"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_large_vocabulary_distribution(device, accurate_log, dtype, monkeypatch):
+def test_large_vocabulary_distribution(device, accurate_log, dtype):
     # V = 200,000, 4,194,304 draws, categories pooled to >= 5 expected draws per bin.
     V = 200_000
     g = torch.Generator().manual_seed(1)
     row = (torch.randn(V, generator=g) * 2.5).to(dtype)
     temperature = 0.8
-    counts = _count_draws(row.to(device), temperature, accurate_log, monkeypatch)
+    counts = _count_draws(row.to(device), temperature, accurate_log)
     assert counts.sum() == DRAWS
     probs = torch.softmax(row.double() / temperature, -1).numpy()
     stat, p, dof = chi2_pvalue(counts, probs)
@@ -60,14 +56,14 @@ def test_large_vocabulary_distribution(device, accurate_log, dtype, monkeypatch)
 @pytest.mark.gpu
 @pytest.mark.parametrize("device", GPU)
 @pytest.mark.parametrize("accurate_log", [False, True], ids=["lg2_approx", "accurate_log"])
-def test_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypatch):
+def test_heavy_tail_is_drawn_at_its_rate(device, accurate_log):
     # One token 18 nats above 65,536 others: the tail holds 65536 e^-18 / (1 + 65536 e^-18) of
     # the mass, about 1e-3, so ~4,190 of 4.2M draws. With 24-bit uniforms the noise is capped
     # near 17.3 nats and the tail rate falls far short. Poisson tolerance: 5 sigma.
     M = 65536
     row = torch.zeros(M + 1, device="cuda")
     row[0] = 18.0
-    counts = _count_draws(row, 1.0, accurate_log, monkeypatch)
+    counts = _count_draws(row, 1.0, accurate_log)
     tail = int(counts[1:].sum())
     mass = M * math.exp(-18) / (1 + M * math.exp(-18))
     expected = DRAWS * mass
@@ -75,11 +71,11 @@ def test_heavy_tail_is_drawn_at_its_rate(device, accurate_log, monkeypatch):
     assert abs(tail - expected) < 5 * math.sqrt(expected), (tail, expected)
 
 
-def _count_residual_draws(t_row, d_row, seed):
+def _count_residual_draws(t_row, d_row, seed, race, accurate_log=False):
     """[V] int64 counts (CPU) of DRAWS resampled tokens: CALL_ROWS requests a call, each with one
     rejected draft, every target row ``t_row`` and every draft row ``d_row`` (one request-state
     slot: idx_mapping is all 0, stride-0 rows read from L2), temperature 1, noise positions
-    fresh per call."""
+    fresh per call; the one launch's p - q draw, as the race or by log keys."""
     V = t_row.numel()
     Q = CALL_ROWS
     target = t_row.float().cuda().expand(2 * Q, V)
@@ -91,32 +87,30 @@ def _count_residual_draws(t_row, d_row, seed):
     seed_t = torch.tensor([seed], device="cuda")
     tokens = torch.zeros(Q, 1, dtype=torch.int64, device="cuda")
     counts = torch.zeros(V, dtype=torch.int64, device="cuda")
+    plan = resample_plan(Q, V, target.dtype, target.device, exchange=True, residual_form=2, race=race,
+                         fast_log=not accurate_log)
     for start in range(0, DRAWS, Q):
         pos = torch.arange(2 * start, 2 * start + 2 * Q, device="cuda")
-        counts += torch.bincount(resample(target, draft, tokens, acc, cu, idx, temp, seed_t, pos), minlength=V)
+        counts += torch.bincount(resample(target, draft, tokens, acc, cu, idx, temp, seed_t, pos, plan=plan),
+                                 minlength=V)
     return counts.cpu()
 
 
 # The residual draw's two key forms on the one launch its 8,192-request calls take: the Gumbel-max
-# log keys, and the exponential race (resample.race_draw, shipped for 16-bit logits; forced here
+# log keys of p - q, and the exponential race (the plan's race, shipped for 16-bit logits; set here
 # for these float32 rows), the same draw in exact arithmetic.
 RACE = pytest.mark.parametrize("race", [False, True], ids=["log_keys", "race"])
-
-
-def _force_race(monkeypatch, race):
-    monkeypatch.setattr(resample_mod, "race_draw", lambda dtype, device, form: race)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("device", GPU)
 @RACE
-def test_large_vocabulary_residual(device, race, monkeypatch):
-    _force_race(monkeypatch, race)
+def test_large_vocabulary_residual(device, race):
     V = 200_000
     g = torch.Generator().manual_seed(2)
     t_row = torch.randn(V, generator=g) * 2
     d_row = t_row + torch.randn(V, generator=g) * 0.7
-    counts = _count_residual_draws(t_row, d_row, 99).numpy()
+    counts = _count_residual_draws(t_row, d_row, 99, race).numpy()
     p = torch.softmax(t_row.double(), -1)
     q = torch.softmax(d_row.double(), -1)
     r = (p - q).clamp(min=0)
@@ -130,7 +124,7 @@ def test_large_vocabulary_residual(device, race, monkeypatch):
 @pytest.mark.parametrize("device", GPU)
 @pytest.mark.parametrize("accurate_log", [False, True], ids=["lg2_approx", "accurate_log"])
 @RACE
-def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, race, monkeypatch):
+def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, race):
     # resample's twin of the heavy-tail test. Target: tokens 0 and 1 at 18 nats, 65,536 tail
     # tokens at 0. Draft: q = p / 2 on token 0 and on the tail, the rest of q on token 1, so
     # q_1 > p_1 and the residual max(p - q, 0) is p / 2 on token 0 and on the tail, 0 on token 1:
@@ -140,11 +134,6 @@ def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, race, mo
     # (almost) never drawn. Tolerance: 5 Poisson standard deviations of the expected count
     # (+-323): a correct sampler fails with probability ~6e-7, while a tail drawn at 17.3-nat
     # resolution misses by thousands of draws. The expected count is the float64 residual's.
-    _force_race(monkeypatch, race)
-    if accurate_log:
-        monkeypatch.setenv("GUARDED_KERNELS_ACCURATE_LOG", "1")
-    else:
-        monkeypatch.delenv("GUARDED_KERNELS_ACCURATE_LOG", raising=False)
     M = 65536
     V = M + 2
     t_row = torch.zeros(V, dtype=torch.float64)
@@ -158,7 +147,7 @@ def test_residual_heavy_tail_is_drawn_at_its_rate(device, accurate_log, race, mo
     r = (p - q).clamp(min=0)
     assert r[1] == 0
     mass = (r[2:].sum() / r.sum()).item()
-    counts = _count_residual_draws(t_row, d_row, 7)
+    counts = _count_residual_draws(t_row, d_row, 7, race, accurate_log)
     assert counts.sum() == DRAWS
     assert counts[1] == 0  # p_1 < q_1: never drawn
     tail = int(counts[2:].sum())
