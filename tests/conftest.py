@@ -1,12 +1,31 @@
-"""Suite-wide setup: Triton kernels run on the CPU through the interpreter when CUDA is absent.
+"""Suite-wide setup.
 
-TRITON_INTERPRET must be set before triton is first imported, so it is decided here from the
-driver's presence (nvidia-smi / /dev/nvidia0), not by importing torch.
+* Triton kernels run on the CPU through the interpreter when CUDA is absent. TRITON_INTERPRET
+  must be set before triton is first imported, so it is decided here from the driver's presence
+  (nvidia-smi / /dev/nvidia0), not by importing torch. Workers of pytest-xdist import this file
+  too (and inherit the variable), so they run interpreted as well.
+* Plain ``pytest`` runs in parallel, one worker per CPU core (pytest-xdist's ``-n auto``). An
+  explicit ``-n N`` wins; ``-n 0`` or ``-p no:xdist`` runs everything in this process, for
+  debugging (``--pdb`` implies it).
+* ``slow`` tests are deselected by default (``-m "not slow"`` in pyproject's addopts); CI runs
+  them with ``pytest -m slow``, and ``pytest -m ""`` runs everything.
+* The extra layer: tests that read the project's shared folder (``../shared`` beside the
+  checkout, or ``$STRIDECHECK_SHARED``) carry the ``shared`` marker. Without the folder they are
+  skipped with a word saying so; with ``STRIDECHECK_REQUIRE_SHARED=1`` (CI) they fail instead.
+  A test is in the layer when it is marked ``@pytest.mark.shared``, or when its code (or a
+  module-level function it calls) names ``SHARED``, ``CASES`` or ``REAL_BUGS`` from this module,
+  or when it is parametrized with a path inside the folder.
 """
 
+from __future__ import annotations
+
+import inspect
 import os
 import shutil
+import types
 from pathlib import Path
+
+import pytest
 
 if "TRITON_INTERPRET" not in os.environ:
     has_cuda = Path("/dev/nvidia0").exists() or shutil.which("nvidia-smi") is not None
@@ -14,5 +33,120 @@ if "TRITON_INTERPRET" not in os.environ:
         os.environ["TRITON_INTERPRET"] = "1"
 
 REPO = Path(__file__).resolve().parent.parent
-# The bug reproductions shared by the project live beside the checkout; tests read them there.
-CASES = Path(os.environ.get("STRIDECHECK_CASES", REPO.parent / "shared" / "cases"))
+
+# The project's shared folder lives beside the checkout; tests read it there, in place.
+SHARED = Path(os.environ.get("STRIDECHECK_SHARED") or REPO.parent / "shared")
+CASES = SHARED / "cases"
+REAL_BUGS = SHARED / "real-bugs"
+REQUIRE_SHARED = os.environ.get("STRIDECHECK_REQUIRE_SHARED", "") not in ("", "0")
+
+# A name a parametrization uses when the folder is absent, so the test is still collected (and
+# then skipped, with the reason below) instead of vanishing into "got empty parameter set".
+MISSING = SHARED / "<missing>"
+
+_SHARED_NAMES = frozenset({"SHARED", "CASES", "REAL_BUGS"})
+
+
+def shared_missing() -> str | None:
+    """Why the shared layer cannot run (None when it can)."""
+    if SHARED.is_dir():
+        return None
+    return (
+        f"../shared not found (looked for {SHARED}; set STRIDECHECK_SHARED=/path/to/shared to run "
+        "the shared layer)"
+    )
+
+
+def shared_files(folder: Path, pattern: str = "*.py") -> list[Path]:
+    """The files of a shared folder, for ``parametrize``: sorted, or ``[MISSING]`` when absent."""
+    files = sorted(folder.glob(pattern)) if folder.is_dir() else []
+    return files or [MISSING]
+
+
+# ----------------------------------------------------------------------------- parallel runs
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # Only reached for initial conftests (this file is one for every run under tests/).
+    option = config.option
+    if not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if getattr(option, "numprocesses", 0) is not None or getattr(option, "usepdb", False):
+        return  # an explicit -n, or a debugging session
+    if option.collectonly or getattr(option, "tx", None):
+        return
+    workers = config.hook.pytest_xdist_auto_num_workers(config=config)
+    option.numprocesses = workers
+    if workers > 1:
+        if option.dist == "no":
+            option.dist = "load"
+        option.tx = ["popen"] * workers
+    else:
+        option.dist = "no"
+        option.tx = []
+
+
+# ----------------------------------------------------------------------------- the shared layer
+
+
+def _reads_shared(function, module: types.ModuleType | None, seen: set) -> bool:
+    """Whether ``function``'s code, or a module-level function of ``module`` it names, names one
+    of the shared paths (followed transitively, each function once)."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    names = set(code.co_names)
+    stack = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    while stack:  # nested functions and comprehensions
+        inner = stack.pop()
+        names.update(inner.co_names)
+        stack.extend(c for c in inner.co_consts if isinstance(c, types.CodeType))
+    if names & _SHARED_NAMES and module is not None:
+        if any(getattr(module, n, None) in (SHARED, CASES, REAL_BUGS) for n in names & _SHARED_NAMES):
+            return True
+    if module is None:
+        return False
+    for name in names:
+        value = getattr(module, name, None)
+        if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+            if _reads_shared(value, module, seen):
+                return True
+    return False
+
+
+def _inside_shared(value) -> bool:
+    if isinstance(value, Path):
+        try:
+            value.resolve().relative_to(SHARED.resolve())
+            return True
+        except ValueError:
+            return value == MISSING
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("shared") is not None:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        function = getattr(item, "function", None)
+        module = getattr(item, "module", None)
+        if any(_inside_shared(v) for v in params.values()) or (
+            function is not None and _reads_shared(function, module, set())
+        ):
+            item.add_marker(pytest.mark.shared)
+
+
+@pytest.fixture(autouse=True)
+def _shared_layer(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("shared") is None:
+        return
+    reason = shared_missing()
+    if reason is None:
+        return
+    if REQUIRE_SHARED:
+        pytest.fail(f"STRIDECHECK_REQUIRE_SHARED is set but {reason}", pytrace=False)
+    pytest.skip(f"skipped: {reason}")
