@@ -13,16 +13,19 @@
   checkout, or ``$STRIDECHECK_SHARED``) carry the ``shared`` marker. Without the folder they are
   skipped with a word saying so; with ``STRIDECHECK_REQUIRE_SHARED=1`` (CI) they fail instead.
   A test is in the layer when it is marked ``@pytest.mark.shared``, or when its code (or a
-  module-level function it calls) names ``SHARED``, ``CASES`` or ``REAL_BUGS`` from this module,
-  or when it is parametrized with a path inside the folder.
+  module-level function it calls) names ``SHARED``, ``CASES`` or ``REAL_BUGS`` from this module
+  or a module-level name computed from them (``CASE_FILES = sorted(CASES.glob("*.py"))``), or
+  when it is parametrized with a path inside the folder.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import shutil
 import types
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -90,9 +93,36 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 # ----------------------------------------------------------------------------- the shared layer
 
 
+@cache
+def _derived_names(module: types.ModuleType) -> frozenset[str]:
+    """The shared paths' names as ``module`` imports them, and the module-level names it computes
+    from them (``CASE_FILES = sorted(CASES.glob("*.py"))``), to a fixed point."""
+    names = {n for n in _SHARED_NAMES if getattr(module, n, None) in (SHARED, CASES, REAL_BUGS)}
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError):
+        return frozenset(names)
+    assignments = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            assignments.append((bound, used))
+    grew = True
+    while grew:
+        grew = False
+        for bound, used in assignments:
+            if used & names and not bound <= names:
+                names |= bound
+                grew = True
+    return frozenset(names)
+
+
 def _reads_shared(function, module: types.ModuleType | None, seen: set) -> bool:
     """Whether ``function``'s code, or a module-level function of ``module`` it names, names one
-    of the shared paths (followed transitively, each function once)."""
+    of the shared paths or a name computed from them (followed transitively, each function
+    once)."""
     code = getattr(inspect.unwrap(function), "__code__", None)
     if code is None or code in seen:
         return False
@@ -103,11 +133,10 @@ def _reads_shared(function, module: types.ModuleType | None, seen: set) -> bool:
         inner = stack.pop()
         names.update(inner.co_names)
         stack.extend(c for c in inner.co_consts if isinstance(c, types.CodeType))
-    if names & _SHARED_NAMES and module is not None:
-        if any(getattr(module, n, None) in (SHARED, CASES, REAL_BUGS) for n in names & _SHARED_NAMES):
-            return True
     if module is None:
         return False
+    if names & _derived_names(module):
+        return True
     for name in names:
         value = getattr(module, name, None)
         if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
@@ -126,6 +155,18 @@ def _inside_shared(value) -> bool:
     return False
 
 
+def _parametrized_from_shared(item: pytest.Item, module: types.ModuleType | None) -> bool:
+    """Whether a ``parametrize`` of ``item`` takes its values from a module-level name computed
+    from the shared paths (which is empty, not a list of paths, when the folder is absent)."""
+    if module is None:
+        return False
+    derived = [getattr(module, n, None) for n in _derived_names(module)]
+    return any(
+        len(mark.args) > 1 and any(mark.args[1] is value for value in derived if isinstance(value, (list, tuple)))
+        for mark in item.iter_markers("parametrize")
+    )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
@@ -134,10 +175,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         params = getattr(getattr(item, "callspec", None), "params", {})
         function = getattr(item, "function", None)
         module = getattr(item, "module", None)
-        if any(_inside_shared(v) for v in params.values()) or (
-            function is not None and _reads_shared(function, module, set())
+        if (
+            any(_inside_shared(v) for v in params.values())
+            or _parametrized_from_shared(item, module)
+            or (function is not None and _reads_shared(function, module, set()))
         ):
             item.add_marker(pytest.mark.shared)
+            # A parametrization over the absent folder's files is empty: say why it is skipped
+            # (the shared layer's word) instead of pytest's "got empty parameter set".
+            item.own_markers[:] = [
+                m for m in item.own_markers
+                if not (m.name == "skip" and str(m.kwargs.get("reason", "")).startswith("got empty parameter set"))
+            ]
 
 
 @pytest.fixture(autouse=True)
