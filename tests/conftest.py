@@ -7,8 +7,9 @@
 * Plain ``pytest`` runs in parallel, one worker per CPU core (pytest-xdist's ``-n auto``). An
   explicit ``-n N`` wins; ``-n 0`` or ``-p no:xdist`` runs everything in this process, for
   debugging (``--pdb`` implies it).
-* ``slow`` tests are deselected by default (``-m "not slow"`` in pyproject's addopts); CI runs
-  them with ``pytest -m slow``, and ``pytest -m ""`` runs everything.
+* ``slow`` tests are deselected by default, unless the command line has a ``-m`` (CI runs them
+  with ``pytest -m slow``; ``pytest -m ""`` runs everything) or names the test by its node id
+  (``pytest tests/lint/test_precommit.py::test_hook_fails_on_the_bug_and_passes_on_the_fix``).
 * The extra layer: tests that read the project's shared folder (``../shared`` beside the
   checkout, or ``$STRIDECHECK_SHARED``) carry the ``shared`` marker. Without the folder they are
   skipped with a word saying so; with ``STRIDECHECK_REQUIRE_SHARED=1`` (CI) they fail instead.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import os
 import shutil
 import types
@@ -72,6 +74,8 @@ def shared_files(folder: Path, pattern: str = "*.py") -> list[Path]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     # Only reached for initial conftests (this file is one for every run under tests/).
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ[_SLOW_POLICY] = json.dumps(_slow_policy(config))
     option = config.option
     if not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
         return
@@ -167,8 +171,37 @@ def _parametrized_from_shared(item: pytest.Item, module: types.ModuleType | None
     )
 
 
+def _slow_policy(config: pytest.Config) -> dict:
+    """Whether the command line keeps the slow tests (it has a ``-m``, even ``-m ""``), and the
+    node ids it names. Decided where the command line is (the controller), handed to xdist's
+    workers through the environment they inherit."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and _SLOW_POLICY in os.environ:
+        return json.loads(os.environ[_SLOW_POLICY])
+    args = list(config.invocation_params.args) + os.environ.get("PYTEST_ADDOPTS", "").split()
+    keep = any(a == "-m" or (a.startswith("-m") and not a.startswith("--")) or a.startswith("--markexpr") for a in args)
+    return {"keep": keep, "named": [a for a in config.args if "::" in a]}
+
+
+_SLOW_POLICY = "_STRIDECHECK_TESTS_SLOW_POLICY"
+
+
+def _deselect_slow(config: pytest.Config, items: list[pytest.Item]) -> None:
+    policy = _slow_policy(config)
+    if policy["keep"]:
+        return
+    named = policy["named"]
+    keep, slow = [], []
+    for item in items:
+        explicit = any(item.nodeid == a or item.nodeid.startswith(a + "[") for a in named)
+        (slow if item.get_closest_marker("slow") is not None and not explicit else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _deselect_slow(config, items)
     for item in items:
         if item.get_closest_marker("shared") is not None:
             continue

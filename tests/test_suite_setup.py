@@ -55,8 +55,11 @@ def test_plain_pytest_is_parallel_and_n0_is_not():
 def test_slow_tests_are_deselected_unless_asked_for():
     default = _pytest("-n", "0", "--co", "-q", "tests/lint/test_precommit.py")
     slow = _pytest("-n", "0", "--co", "-q", "-m", "slow", "tests/lint/test_precommit.py")
+    everything = _pytest("-n", "0", "--co", "-q", "-m", "", "tests/lint/test_precommit.py")
+    named = _pytest("-n", "0", "--co", "-q", "tests/lint/test_precommit.py::test_hook_fails_on_the_bug_and_passes_on_the_fix")
     assert "test_hook_fails_on_the_bug_and_passes_on_the_fix" not in default.stdout
-    assert "test_hook_fails_on_the_bug_and_passes_on_the_fix" in slow.stdout
+    for run in (slow, everything, named):
+        assert "test_hook_fails_on_the_bug_and_passes_on_the_fix" in run.stdout, run.stdout
 
 
 def test_names_computed_from_the_shared_paths_count():
