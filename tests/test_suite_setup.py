@@ -88,3 +88,13 @@ def test_names_computed_from_the_shared_paths_count():
 @pytest.mark.parametrize("folder", conftest.shared_files(conftest.CASES)[:1])
 def test_a_parametrization_over_the_folder_is_in_the_layer(folder, request):
     assert request.node.get_closest_marker("shared") is not None
+
+
+def test_every_slow_test_named_in_conftest_exists():
+    import ast as python_ast
+
+    for node_id in conftest.SLOW_TESTS:
+        path, name = node_id.split("::")
+        tree = python_ast.parse((REPO / path).read_text(encoding="utf-8"))
+        functions = {n.name for n in tree.body if isinstance(n, python_ast.FunctionDef)}
+        assert name in functions, f"{node_id}: no such test (renamed? drop or fix the SLOW_TESTS entry)"
