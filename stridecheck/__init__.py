@@ -20,10 +20,23 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "stride_guard", "StrideGuardError", "Tensor", "stride"]
 
 
+_LAZY = ("stride_guard", "StrideGuardError", "Tensor", "stride")
+
+
 def __getattr__(name: str):
     # Lazy: `import stridecheck` must stay cheap for the linter and pre-commit hooks.
-    if name in ("stride_guard", "StrideGuardError", "Tensor", "stride"):
+    if name in _LAZY:
         from stridecheck import guard
 
-        return getattr(guard, name)
+        value = getattr(guard, name)
+        if name == "StrideGuardError":
+            # The public name: tracebacks and reprs say stridecheck.StrideGuardError, not the
+            # private module that defines it.
+            value.__module__ = __name__
+        return value
     raise AttributeError(f"module 'stridecheck' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names are listed too, without importing the guard (and torch) to find them.
+    return sorted((set(globals()) - {"annotations"}) | set(__all__))

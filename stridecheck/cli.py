@@ -19,7 +19,8 @@ from stridecheck import __version__
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
-    """``--select SC001,SC002 --select SC006`` -> ("SC001", "SC002", "SC006")."""
+    """``--select sc001,SC002 --select SC006`` -> ("SC001", "SC002", "SC006"): codes are
+    case-insensitive."""
     return tuple(c.strip().upper() for v in values for c in v.split(",") if c.strip())
 
 
@@ -28,38 +29,53 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Wide enough that no option's help is wrapped mid-phrase on a normal terminal; click still
+# narrows to the terminal when it is smaller.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT)
 @click.version_option(__version__, "--version", "-V", prog_name="stridecheck")
 def main() -> None:
-    """Stops silent stride bugs in Triton GPU kernels."""
+    """Stops silent stride bugs in Triton GPU kernels.
+
+    \b
+    stridecheck lint src/        lint a tree (exit 0 clean, 1 findings, 2 errors)
+    stridecheck rules            list the rules
+    stridecheck rule SC001       explain one rule, with examples
+
+    Configuration is read from [tool.stridecheck] in the nearest pyproject.toml.
+    """
 
 
-@main.command()
+@main.command(short_help="Lint files or directories for stride bugs.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--select", multiple=True, metavar="CODES", help="Rules to report (codes or prefixes, comma-separated); replaces `select` of the config.")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Rules not to report; added to `ignore` of the config.")
-@click.option("--exclude", multiple=True, metavar="PATTERN", help="Gitignore-style patterns of files to skip; replaces `exclude` of the config.")
-@click.option("--extend-exclude", multiple=True, metavar="PATTERN", help="Patterns added to the excluded ones.")
-@click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too (pre-commit passes this).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
+@click.option("--select", multiple=True, metavar="CODES", help="Report only these rules (codes or prefixes, comma-separated); replaces the configuration's selection.")
+@click.option("--extend-select", multiple=True, metavar="CODES", help="Report these rules too, on top of the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Do not report these rules; adds to the configuration's ignore.")
+@click.option("--exclude", multiple=True, metavar="PATTERN", help="Skip files matching these gitignore-style patterns; replaces the configuration's exclude.")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERN", help="Skip files matching these patterns too.")
+@click.option("--force-exclude", is_flag=True, help="Apply the exclusions to paths named on the command line too (the pre-commit hook does).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True, help="Write the report in this format.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported (errors still exit 2).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the finding lines.")
-@click.option("--no-color", is_flag=True, help="No ANSI colours (they are used only on a terminal anyway).")
-@click.option("--stdin-filename", metavar="PATH", help="Lint standard input, reported (and configured) as PATH.")
+@click.option("--no-color", is_flag=True, help="Print no ANSI colours (they are used only on a terminal anyway).")
+@click.option("--stdin-filename", metavar="PATH", help="Lint standard input, reported and configured as PATH.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
-@click.option("--preview", is_flag=True, default=None, help="Also report the lower (preview) tier.")
+@click.option("--preview", is_flag=True, default=None, help="Also report the lower (preview) tier of findings.")
 @click.option("--statistics", is_flag=True, help="Print the count of findings per rule instead of the findings.")
 @click.option("--show-source/--no-show-source", default=True, show_default=True, help="Show the source excerpt under each finding.")
-@click.option("--fix", is_flag=True, help="Apply safe fixes, then report what remains.")
-@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply unsafe fixes too.")
-@click.option("--diff", is_flag=True, help="Print the changes --fix would make, without writing (exit 1 if any).")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, then report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="Apply the unsafe fixes too (with --fix or --diff).")
+@click.option("--diff", is_flag=True, help="Print the changes --fix would make without writing them (exit 1 if there are any).")
 @click.option("--add-noqa", is_flag=True, help="Write `# stridecheck: ignore[CODE]` on the line of every current finding.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), help="Cache directory (default: .stridecheck_cache at the project root).")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: the CPU count).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Keep the cache in this directory (default: .stridecheck_cache at the project root).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Use this many worker processes (default: the CPU count).")
 def lint(
     paths: tuple[str, ...],
     select: tuple[str, ...],
+    extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
@@ -81,12 +97,17 @@ def lint(
     cache_dir: str | None,
     jobs: int | None,
 ) -> None:
-    """Lint PATHS (files or directories; default: the current directory; `-` for stdin)."""
+    """Lint PATHS: files or directories (default: the current directory), or `-` for standard input.
+
+    Directories are searched for .py files, respecting .gitignore and the configuration's
+    exclude; only files that mention `triton` are analysed. Exit codes: 0 nothing reported,
+    1 findings reported, 2 a usage or configuration error or an internal error.
+    """
     from stridecheck.lint import catalogue
     from stridecheck.lint.analysis import AnalysisOptions
     from stridecheck.lint.config import ConfigError, check_selectors, find_pyproject, load_config
     from stridecheck.lint.discovery import Discovery
-    from stridecheck.lint.engine import FileInput, RunOptions
+    from stridecheck.lint.engine import FileInput, RuleSelection, RunOptions
 
     if sum((fix, diff, add_noqa)) > 1:
         _fail("--fix, --diff and --add-noqa cannot be combined")
@@ -98,8 +119,9 @@ def lint(
         catalogue.load()
         pyproject = find_pyproject(anchor if anchor.exists() else Path.cwd())
         cfg = load_config(pyproject, default_root=Path.cwd())
-        cli_select, cli_ignore = _codes(select), _codes(ignore)
+        cli_select, cli_extend, cli_ignore = _codes(select), _codes(extend_select), _codes(ignore)
         check_selectors(cli_select, "--select")
+        check_selectors(cli_extend, "--extend-select")
         check_selectors(cli_ignore, "--ignore")
     except (ConfigError, catalogue.CatalogueError) as exc:
         _fail(str(exc))
@@ -118,10 +140,17 @@ def lint(
         except FileNotFoundError as exc:
             _fail(f"{exc.args[0]}: no such file or directory")
         inputs = [FileInput(s.path, explicit=s.explicit) for s in found]
+        if not inputs:
+            # As ruff: say so, rather than report "0 files, no findings" for a mistyped path.
+            click.echo("stridecheck: warning: No Python files found under the given path(s)", err=True)
 
     options = RunOptions(
-        select=cli_select or cfg.select,
-        ignore=cfg.ignore + cli_ignore,
+        # As ruff: the command line's selection is applied over the configuration's, and a
+        # --select replaces it (so `--select SC006` reports SC006 even if the config ignores it).
+        selections=(
+            RuleSelection(cfg.select, cfg.extend_select, cfg.ignore),
+            RuleSelection(cli_select or None, cli_extend, cli_ignore),
+        ),
         per_file_ignores=cfg.per_file_ignores,
         preview=cfg.preview if preview is None else preview,
         max_file_size=cfg.max_file_size,
@@ -142,6 +171,7 @@ def lint(
             colour=not no_color and output_file is None and "NO_COLOR" not in os.environ and sys.stdout.isatty(),
             statistics=statistics,
             show_source=show_source,
+            excluded=(discovery.excluded_files, discovery.excluded_dirs),
         ),
         fix=fix,
         diff=diff,
@@ -154,9 +184,9 @@ def lint(
     sys.exit(code)
 
 
-@main.command()
+@main.command(short_help="List every rule.")
 def rules() -> None:
-    """A table of every rule: code, name, severity, tier, summary."""
+    """Print a table of every rule: its code, name, severity, tier and summary."""
     from stridecheck.lint import catalogue
 
     try:
@@ -173,10 +203,11 @@ def rules() -> None:
             click.echo("  ".join("-" * w for w in widths) + "  " + "-" * len(row[4]))
 
 
-@main.command()
+@main.command(short_help="Explain one rule, with examples.")
 @click.argument("code")
 def rule(code: str) -> None:
-    """The full explanation of rule CODE (e.g. SC001), with its examples."""
+    """Explain rule CODE (for example SC001) in full: what it does, why it is bad, an example and
+    what to write instead."""
     from stridecheck.lint import catalogue
 
     try:

@@ -4,14 +4,17 @@ As in ruff, the nearest ``pyproject.toml`` holding a ``[tool.stridecheck]`` tabl
 the current directory, or the first linted path, upward) configures the run; its directory is the
 project root, against which ``exclude`` and ``per-file-ignores`` patterns (gitignore syntax) are
 matched and where the cache lives. Without one, the current directory is the root and defaults
-apply. Command-line flags override the file (``--select`` replaces ``select``; ``--ignore`` and
-``--exclude``/``--extend-exclude`` add to the file's lists).
+apply. Command-line flags take precedence over the file as in ruff: ``--select`` replaces the
+file's selection (its ``select`` and ``ignore``), ``--extend-select`` and ``--ignore`` adjust it
+(see :class:`stridecheck.lint.engine.Selection`); ``--exclude`` replaces ``exclude`` and
+``--extend-exclude`` adds to it. Rule codes are case-insensitive (``sc003`` is ``SC003``).
 
 Errors: :class:`ConfigError` with a one-line message naming the file and the key.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -35,6 +38,7 @@ class Config:
     root: Path  # directory of the pyproject.toml (or the current directory without one)
     source: Path | None = None  # the pyproject.toml read, if any
     select: tuple[str, ...] | None = None  # None: every default-tier rule
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
@@ -62,9 +66,22 @@ def _regex_list(value: object, where: str) -> tuple[str, ...]:
 
 
 def _code_list(value: object, where: str) -> tuple[str, ...]:
-    codes = _str_list(value, where)
+    codes = tuple(c.strip().upper() for c in _str_list(value, where))
     check_selectors(codes, where)
     return codes
+
+
+# The keys of [tool.stridecheck], for the "did you mean" of an unknown one.
+KEYS = (
+    "select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores",
+    "size-names", "stride-names", "preview", "max-file-size",
+)  # fmt: skip
+
+
+def _unknown_key(name: str, key: str) -> ConfigError:
+    close = difflib.get_close_matches(key.replace("_", "-").lower(), KEYS, n=1, cutoff=0.6)
+    hint = f"; did you mean `{close[0]}`?" if close else f" (known keys: {', '.join(KEYS)})"
+    return ConfigError(f"{name}: unknown key tool.stridecheck.{key}{hint}")
 
 
 def check_selectors(selectors: tuple[str, ...] | list[str], where: str) -> None:
@@ -126,6 +143,8 @@ def load_config(pyproject: Path | None, *, default_root: Path) -> Config:
         where = f"{name}: tool.stridecheck.{key}"
         if key == "select":
             cfg.select = _code_list(value, where)
+        elif key == "extend-select":
+            cfg.extend_select = _code_list(value, where)
         elif key == "ignore":
             cfg.ignore = _code_list(value, where)
         elif key == "exclude":
@@ -151,5 +170,5 @@ def load_config(pyproject: Path | None, *, default_root: Path) -> Config:
                 raise ConfigError(f"{where}: expected a positive number of bytes, got {value!r}")
             cfg.max_file_size = value
         else:
-            raise ConfigError(f"{name}: unknown key tool.stridecheck.{key}")
+            raise _unknown_key(name, key)
     return cfg

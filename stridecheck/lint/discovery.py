@@ -98,6 +98,10 @@ class Discovery:
         self.root = _abs(root)
         self.exclude = _spec(exclude) if exclude else None
         self.force_exclude = force_exclude
+        # What the exclude patterns left out of the last files() call (not .gitignore, nor the
+        # directories always skipped), so the report can say so instead of going quiet.
+        self.excluded_files = 0
+        self.excluded_dirs = 0
 
     def excluded(self, path: Path, is_dir: bool = False) -> bool:
         if self.exclude is None:
@@ -115,12 +119,14 @@ class Discovery:
         Raises ``FileNotFoundError`` naming a path that does not exist.
         """
         found: dict[str, SourcePath] = {}
+        self.excluded_files = self.excluded_dirs = 0
         for given in paths:
             p = Path(given)
             if not p.exists() and not p.is_symlink():
                 raise FileNotFoundError(given)
             if p.is_dir():
                 if self.force_exclude and self.excluded(p, is_dir=True):
+                    self.excluded_dirs += 1
                     continue
                 visited: set[tuple[int, int]] = set()
                 ignores = _ancestor_ignores(_abs(p))
@@ -129,6 +135,7 @@ class Discovery:
                     found.setdefault(key, SourcePath(key, explicit=False))
             else:
                 if self.force_exclude and self.excluded(p):
+                    self.excluded_files += 1
                     continue
                 key = os.path.normpath(given)
                 found[key] = SourcePath(key, explicit=True)
@@ -157,10 +164,16 @@ class Discovery:
             if is_dir:
                 if entry.name in SKIPPED_DIRS or (path / "pyvenv.cfg").exists():
                     continue
-                if ignores.ignored(_abs(path), True) or self.excluded(path, True):
+                if ignores.ignored(_abs(path), True):
+                    continue
+                if self.excluded(path, True):
+                    self.excluded_dirs += 1
                     continue
                 yield from self._walk(path, ignores, visited)
             elif is_file and entry.name.endswith(".py"):
-                if ignores.ignored(_abs(path), False) or self.excluded(path):
+                if ignores.ignored(_abs(path), False):
+                    continue
+                if self.excluded(path):
+                    self.excluded_files += 1
                     continue
                 yield entry.path

@@ -59,10 +59,27 @@ class FileInput:
     cacheable: bool = True
 
 
+@dataclass(frozen=True)
+class RuleSelection:
+    """One source of rule selectors (the configuration, or the command line).
+
+    ``select`` None leaves the rules selected before this source in place (ruff's semantics);
+    a tuple replaces them. ``extend_select`` and ``ignore`` adjust.
+    """
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
 @dataclass
 class RunOptions:
     select: tuple[str, ...] | None = None  # None: every default-tier rule
     ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    # Sources of selectors applied in order, lowest priority first (configuration, then command
+    # line); when given, they replace select / extend_select / ignore above.
+    selections: tuple[RuleSelection, ...] = ()
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     preview: bool = False
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
@@ -99,15 +116,18 @@ class RunResult:
 class Selection:
     """Which codes are reported for which path.
 
-    Like ruff: the most specific matching selector wins between ``select`` and ``ignore`` (a tie
-    goes to ``ignore``); ``per-file-ignores`` always win. ``opt-in`` rules (SC100) are reported
-    only when their full code is selected; ``preview`` rules and preview-tier findings only with
-    ``preview``.
+    As ruff resolves its rules: the rules on by default are the default-tier ones; each source
+    of selectors (configuration, then command line) is applied in turn. A source with ``select``
+    replaces the rules before it, one without adjusts them (``extend-select`` adds, ``ignore``
+    removes). Within a source the most specific selector wins (``ALL`` < a prefix < a longer
+    prefix < a code), and at equal specificity ``ignore`` wins. So ``--select SC006`` reports
+    SC006 even where the configuration ignores it, and ``--extend-select SC100`` adds to the
+    configuration's selection. ``per-file-ignores`` always win. ``opt-in`` rules (SC100) are
+    selected only by their full code; ``preview`` rules and preview-tier findings are reported
+    only with ``preview``.
     """
 
     def __init__(self, options: RunOptions):
-        self.select = options.select
-        self.ignore = options.ignore
         self.preview = options.preview
         self.root = Path(os.path.abspath(options.root))
         self.per_file = [
@@ -116,26 +136,43 @@ class Selection:
         ]
         self._rules = catalogue.load()
         self._per_path: dict[str, tuple[str, ...]] = {}
+        sources = options.selections or (RuleSelection(options.select, options.extend_select, options.ignore),)
+        self.enabled_codes = self._resolve(sources)
 
     @staticmethod
-    def _best(selectors: Sequence[str], code: str) -> int:
-        best = -1
-        for sel in selectors:
-            if sel == "ALL":
-                best = max(best, 0)
-            elif code.startswith(sel):
-                best = max(best, len(sel))
-        return best
+    def _specificity(selector: str) -> int:
+        return 0 if selector == "ALL" else len(selector)
+
+    def _matches(self, selector: str, code: str, selecting: bool) -> bool:
+        if selecting and self._rules[code].tier == "opt-in":
+            return selector == code
+        return selector == "ALL" or code.startswith(selector)
+
+    def _resolve(self, sources: Sequence[RuleSelection]) -> frozenset[str]:
+        enabled = {code for code, rule in self._rules.items() if rule.tier in ("default", "preview")}
+        for source in sources:
+            updates: dict[str, bool] = {}
+            selectors = [(sel, True) for sel in (source.select or ()) + source.extend_select]
+            selectors += [(sel, False) for sel in source.ignore]
+            # Least specific first, so a more specific selector overrides; ignore after select.
+            for sel, on in sorted(selectors, key=lambda s: (self._specificity(s[0]), not s[1])):
+                for code in self._rules:
+                    if self._matches(sel, code, on):
+                        updates[code] = on
+            if source.select is not None:
+                enabled = {code for code, on in updates.items() if on}
+            else:
+                enabled |= {code for code, on in updates.items() if on}
+                enabled -= {code for code, on in updates.items() if not on}
+        return frozenset(enabled)
 
     def code_enabled(self, code: str) -> bool:
         rule = self._rules.get(code)
-        tier = rule.tier if rule else "default"
-        if tier == "opt-in":
-            return self.select is not None and code in self.select and code not in self.ignore
-        if tier == "preview" and not self.preview:
+        if rule is None:
+            return True  # a code the catalogue does not know cannot be deselected
+        if rule.tier == "preview" and not self.preview:
             return False
-        chosen = self._best(self.select if self.select is not None else ("ALL",), code)
-        return chosen >= 0 and chosen > self._best(self.ignore, code)
+        return code in self.enabled_codes
 
     def _file_ignores(self, path: str) -> tuple[str, ...]:
         if path not in self._per_path:
@@ -298,7 +335,8 @@ def _build_one(task: tuple[str, str, str | None, AnalysisOptions, bool]) -> tupl
             return _syntax_check(text, path, module)
         return ("model", analysis.build_module_model(text, path=path, module=module, options=options))
     except analysis.ParseFailure as exc:
-        return _python_location(text) or ("parse", exc.reason, exc.line, exc.column)
+        located = _python_location(text) or ("parse", exc.reason, exc.line, exc.column)
+        return _newer_syntax(text, located[2], located[3]) or located
     except RecursionError:
         return ("internal", "RecursionError: the file nests expressions too deeply to analyse")
     except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the run
@@ -324,6 +362,48 @@ def _python_location(text: str) -> tuple | None:
     except (ValueError, MemoryError, RecursionError):
         pass
     return None
+
+
+# Syntax a newer Python reads and an older one refuses: libcst node kind -> (version, what).
+_NEWER_SYNTAX = {
+    "TryStar": ((3, 11), "`except*` (PEP 654)"),
+    "TypeAlias": ((3, 12), "a `type` statement (PEP 695)"),
+    "TypeParameters": ((3, 12), "type parameters (PEP 695)"),
+}
+
+
+def _newer_syntax(text: str, line: int, column: int) -> tuple | None:
+    """For a file the running Python cannot parse: when libcst (whose grammar reads the newer
+    Pythons') can, the file is valid newer Python, and the SC000 says which version the analysis
+    needs instead of calling it a syntax error. None when the file is simply not valid Python.
+    Runs only for files that failed to parse."""
+    import libcst
+
+    try:
+        module = libcst.parse_module(text)
+    except Exception:  # noqa: BLE001 - libcst's refusal means the syntax error stands
+        return None
+    running = sys.version_info[:2]
+    needed: list[tuple[tuple[int, int], str]] = []
+
+    class _Newer(libcst.CSTVisitor):
+        def on_visit(self, node: libcst.CSTNode) -> bool:
+            kind = _NEWER_SYNTAX.get(type(node).__name__)
+            if kind is not None:
+                needed.append(kind)
+            if type(node).__name__ == "TypeParam" and getattr(node, "default", None) is not None:
+                needed.append(((3, 13), "a type parameter default (PEP 696)"))
+            return True
+
+    module.visit(_Newer())
+    needed = [n for n in needed if n[0] > running]
+    this = f"this is Python {running[0]}.{running[1]}"
+    if needed:
+        version, what = max(needed)
+        reason = f"needs Python {version[0]}.{version[1]}+ to analyse: it uses {what}; {this}"
+    else:
+        reason = f"needs a Python newer than {running[0]}.{running[1]} to analyse (valid newer syntax); {this}"
+    return ("parse", reason, line, column)
 
 
 def _syntax_check(text: str, path: str, module: str | None) -> tuple:

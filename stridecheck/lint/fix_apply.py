@@ -64,6 +64,7 @@ def apply_fixes(text: str, findings: Iterable[Finding], *, unsafe: bool = False)
     taken: list[tuple[int, int]] = []
     splices: list[tuple[int, int, str]] = []
     applied: list[Finding] = []
+    taken_fixes: set[tuple[tuple[int, int, str], ...]] = set()
     for f in sorted(findings, key=Finding.sort_key):
         if not fix_allowed(f.fix, unsafe):
             continue
@@ -74,6 +75,12 @@ def apply_fixes(text: str, findings: Iterable[Finding], *, unsafe: bool = False)
             ]
         except FixError:
             continue
+        key = tuple(sorted(ranges))
+        if key in taken_fixes:
+            # The same edits as a fix already taken (both findings of a swapped pair carry the
+            # one swap): this finding is fixed too, and counts as fixed.
+            applied.append(f)
+            continue
         if any(a > b for a, b, _ in ranges):
             continue
         # Two edits touching the same range (or inserting at the same point) cannot both be right.
@@ -82,6 +89,7 @@ def apply_fixes(text: str, findings: Iterable[Finding], *, unsafe: bool = False)
         if any(r1[0] < r2[1] and r2[0] < r1[1] for i, r1 in enumerate(ranges) for r2 in ranges[i + 1 :]):
             continue
         taken.extend((a, b) for a, b, _ in ranges)
+        taken_fixes.add(key)
         splices.extend(ranges)
         applied.append(f)
     if not splices:
@@ -172,7 +180,7 @@ def add_noqa(text: str, findings: Iterable[Finding]) -> tuple[str, int]:
             if m.group("codes") is None:
                 continue  # a bare ignore already covers every code
             old = [c.strip() for c in m.group("codes").split(",") if c.strip()]
-            merged = old + sorted(codes - set(old))
+            merged = old + sorted(codes - {c.upper() for c in old})  # codes are case-insensitive
             if merged == old:
                 continue
             col = existing[0]

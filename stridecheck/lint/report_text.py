@@ -70,9 +70,21 @@ def excerpt(f: Finding, lines: list[str], paint: _Paint | None = None) -> list[s
     ]
 
 
-def summary(findings: list[Finding], files_checked: int, elapsed: float, fixed: int = 0) -> str:
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}" if what != "directory" or n == 1 else f"{n} directories"
+
+
+def excluded_note(files: int, dirs: int) -> str:
+    """`` (1 file and 2 directories excluded by configuration)``, or "" when nothing was."""
+    parts = [_count(n, what) for n, what in ((files, "file"), (dirs, "directory")) if n]
+    return f" ({' and '.join(parts)} excluded by configuration)" if parts else ""
+
+
+def summary(
+    findings: list[Finding], files_checked: int, elapsed: float, fixed: int = 0, excluded: tuple[int, int] = (0, 0)
+) -> str:
     counts = Counter(f.code for f in findings)
-    files = f"{files_checked} file{'s' if files_checked != 1 else ''}"
+    files = _count(files_checked, "file") + excluded_note(*excluded)
     fixed_text = f", {fixed} fixed" if fixed else ""
     if not findings:
         return f"Checked {files} in {elapsed:.2f}s: no findings{fixed_text}."
@@ -103,6 +115,7 @@ def write(
     quiet: bool = False,
     show_source: bool = True,
     fixed: int = 0,
+    excluded: tuple[int, int] = (0, 0),
 ) -> None:
     paint = _Paint(colour)
     for f in findings:
@@ -123,4 +136,4 @@ def write(
         if show_source or f.hint or f.related:
             out.write("\n")
     if not quiet:
-        out.write(summary(findings, files_checked, elapsed, fixed) + "\n")
+        out.write(summary(findings, files_checked, elapsed, fixed, excluded) + "\n")

@@ -45,7 +45,8 @@ def parse_suppressions(text: str) -> list[Suppression]:
             if m is None:
                 continue
             raw = m.group("codes")
-            codes = None if raw is None else tuple(c.strip() for c in raw.split(",") if c.strip())
+            # Codes are case-insensitive, as on the command line (`ignore[sc003]` is SC003).
+            codes = None if raw is None else tuple(c.strip().upper() for c in raw.split(",") if c.strip())
             (line, col), (end_line, end_col) = tok.start, tok.end
             line_text = lines[line - 1] if line - 1 < len(lines) else ""
             out.append(

@@ -25,6 +25,7 @@ class Output:
     colour: bool = False
     statistics: bool = False
     show_source: bool = True
+    excluded: tuple[int, int] = (0, 0)  # (files, directories) the exclude patterns left out
 
 
 def _lines_of(result: RunResult, overrides: dict[str, str] | None = None):
@@ -127,17 +128,8 @@ def run(
         result, originals, fixed, total = _fix_rounds(inputs, options, unsafe_fixes, write=False)
         for path in sorted(fixed):
             sys.stdout.write(unified_diff(path, originals[path], fixed[path]))
-        if fixed:
-            print(f"Would fix {total} finding{'s' if total != 1 else ''}.", file=sys.stderr)
-        if not unsafe_fixes:
-            # As ruff: say that more could be fixed, rather than print nothing and exit 0.
-            hidden = sum(1 for f in result.findings if f.fix is not None and f.fix.safety == "unsafe")
-            if hidden:
-                print(
-                    f"{hidden} unsafe fix{'es' if hidden != 1 else ''} not shown "
-                    "(add --unsafe-fixes to see and apply them).",
-                    file=sys.stderr,
-                )
+        hidden = 0 if unsafe_fixes else sum(1 for f in result.findings if fix_allowed(f.fix, True) and f.fix.safety == "unsafe")
+        print(fix_summary(total, hidden, applied=False), file=sys.stderr)
         _internal_errors(result)
         return 2 if result.internal_errors else 1 if fixed else 0
 
@@ -183,6 +175,23 @@ def run(
     if result.internal_errors:
         return 2
     return 1 if result.findings else 0
+
+
+def fix_summary(fixed: int, hidden: int, *, applied: bool) -> str:
+    """The one line that ends ``--diff`` (``applied`` False) and ``--fix`` (True), as ruff's:
+    ``Would fix 2 findings.``, ``Fixed 1 finding (1 additional fix available with
+    `--unsafe-fixes`).``, ``No findings would be fixed (1 fix available with `--unsafe-fixes`).``,
+    ``No fixes available.``"""
+    s = "" if fixed == 1 else "s"
+    es = "" if hidden == 1 else "es"
+    if fixed:
+        done = f"Fixed {fixed} finding{s}" if applied else f"Would fix {fixed} finding{s}"
+        more = f" ({hidden} additional fix{es} available with `--unsafe-fixes`)" if hidden else ""
+        return done + more + "."
+    if hidden:
+        none = "No findings fixed" if applied else "No findings would be fixed"
+        return f"{none} ({hidden} fix{es} available with `--unsafe-fixes`)."
+    return "No fixes available."
 
 
 def _report(stream: TextIO, result: RunResult, out: Output, overrides: dict[str, str], fixed: int) -> None:
@@ -241,6 +250,7 @@ def _report(stream: TextIO, result: RunResult, out: Output, overrides: dict[str,
             quiet=out.quiet,
             show_source=out.show_source,
             fixed=fixed,
+            excluded=out.excluded,
         )
 
 

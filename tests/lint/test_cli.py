@@ -12,7 +12,9 @@ from pathlib import Path
 
 from stridecheck import __version__
 
-from .lint_support import CASES, KERNEL_OK, write
+from tests.annotations import REPRODUCTIONS
+
+from .lint_support import KERNEL_OK, write
 
 EXE = Path(sys.executable).with_name("stridecheck")
 
@@ -35,7 +37,7 @@ def test_version_and_help(tmp_path):
 def test_exit_codes_end_to_end(tmp_path):
     write(tmp_path / "clean.py", KERNEL_OK)
     assert _run(["lint", "clean.py"], tmp_path).returncode == 0
-    buggy = (CASES / "helper_function_offset.py").read_text()
+    buggy = (REPRODUCTIONS / "helper_candidate_slot.py").read_text()
     write(tmp_path / "sub" / "buggy.py", buggy)
     run = _run(["lint", "--format", "json"], tmp_path / "sub")  # no path: the current directory
     findings = json.loads(run.stdout)
@@ -45,7 +47,7 @@ def test_exit_codes_end_to_end(tmp_path):
 
 
 def test_the_same_findings_in_parallel_and_serially(tmp_path):
-    for case in sorted(CASES.glob("*.py")):
+    for case in sorted(REPRODUCTIONS.glob("*.py")):
         for copy in range(3):  # enough files to start workers (the engine is serial below 16)
             write(tmp_path / f"c{copy}" / case.name, case.read_text())
     serial = _run(["lint", "--no-cache", "-j", "1", "--format", "json", "."], tmp_path)

@@ -13,7 +13,8 @@ from stridecheck.lint.fix_apply import FixError, add_noqa, apply_fixes
 from stridecheck.lint.model import Edit, Finding, Fix, Span
 
 
-from tests.lint.lint_support import CASES
+from tests.annotations import REPRODUCTIONS
+from tests.conftest import CASES, shared_files
 
 
 def _f(line, col, end_col, replacement, safety="safe", code="SC004", end_line=None):
@@ -95,10 +96,10 @@ def _json(cli, tmp_path, *args):
 
 
 def test_sc004_fix_is_offered_and_round_trips(tmp_path, cli):
-    shutil.copy(CASES / "shape_products_as_strides.py", tmp_path / "case.py")
+    shutil.copy(REPRODUCTIONS / "kv_block_stride_from_shape.py", tmp_path / "case.py")
     run, before = _json(cli, tmp_path)
     fixable = [f for f in before if f["code"] == "SC004" and f["fix"] is not None]
-    assert fixable, f"SC004 offers no fix on the shared case: {before}"
+    assert fixable, f"SC004 offers no fix on the reproduction: {before}"
     original = (tmp_path / "case.py").read_text()
     diff = cli(["lint", "--no-cache", "--diff", "--unsafe-fixes", "."], cwd=tmp_path)
     assert diff.code == 1 and diff.out.startswith("--- a/case.py") and "+" in diff.out
@@ -114,9 +115,9 @@ def test_sc004_fix_is_offered_and_round_trips(tmp_path, cli):
     assert (tmp_path / "case.py").read_text() == fixed  # idempotent
 
 
-@pytest.mark.parametrize("case", sorted(p.name for p in CASES.glob("*.py")))
-def test_every_case_round_trips(tmp_path, cli, case):
-    shutil.copy(CASES / case, tmp_path / case)
+def _round_trips(tmp_path, cli, source):
+    case = source.name
+    shutil.copy(source, tmp_path / case)
     _, before = _json(cli, tmp_path)
     first = cli(["lint", "--no-cache", "--fix", "--unsafe-fixes", "."], cwd=tmp_path)
     assert first.code in (0, 1), first.err
@@ -127,11 +128,21 @@ def test_every_case_round_trips(tmp_path, cli, case):
     assert (tmp_path / case).read_text() == once
 
 
+@pytest.mark.parametrize("source", sorted(REPRODUCTIONS.glob("*.py")), ids=lambda p: p.name)
+def test_every_reproduction_round_trips(tmp_path, cli, source):
+    _round_trips(tmp_path, cli, source)
+
+
+@pytest.mark.parametrize("source", shared_files(CASES), ids=lambda p: p.name)
+def test_every_shared_case_round_trips(tmp_path, cli, source):
+    _round_trips(tmp_path, cli, source)
+
+
 def test_add_noqa_silences_every_finding(tmp_path, cli):
-    for case in CASES.glob("*.py"):
+    for case in REPRODUCTIONS.glob("*.py"):
         shutil.copy(case, tmp_path / case.name)
     _, before = _json(cli, tmp_path)
-    assert before, "the shared cases produce no finding: the rules have not landed"
+    assert len({f["code"] for f in before}) >= 5, before
     run = cli(["lint", "--no-cache", "--add-noqa", "."], cwd=tmp_path)
     assert run.code == 0 and "Added" in run.err
     run, after = _json(cli, tmp_path)

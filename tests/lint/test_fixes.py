@@ -9,7 +9,7 @@ import pytest
 
 from stridecheck.lint import analysis
 from stridecheck.lint.fix_apply import apply_fixes
-from tests.conftest import CASES
+from tests.annotations import REPRODUCTIONS
 
 OPTS = analysis.AnalysisOptions()
 
@@ -32,23 +32,23 @@ def _keys(findings):
     return {(f.code, f.message) for f in findings}
 
 
-def test_shape_product_fix_round_trip_on_the_shared_case():
-    text = (CASES / "shape_products_as_strides.py").read_text()
+def test_shape_product_fix_round_trip():
+    text = (REPRODUCTIONS / "kv_block_stride_from_shape.py").read_text()
     before, fixed, after, again = round_trip(text, unsafe=False)
     assert [f.code for f in fixed.applied] == ["SC004"]
-    assert "pool,\n        pool.stride(0),  # expect: SC004" in fixed.text  # the comment survives
+    assert "key_cache,\n        key_cache.stride(0),  # expect: SC004" in fixed.text  # the comment survives
     assert not any(f.code == "SC004" for f in after)
     assert _keys(after) <= _keys(before)  # nothing new
     assert again.text == fixed.text and again.applied == []
 
 
 def test_swapped_strides_fix_is_unsafe_and_round_trips():
-    text = (CASES / "positional_stride_swap.py").read_text()
+    text = (REPRODUCTIONS / "swapped_weight_strides.py").read_text()
     safe_only = apply_fixes(text, lint(text), unsafe=False)
     assert safe_only.text == text  # reordering strides changes behaviour: never applied as safe
     before, fixed, after, again = round_trip(text, unsafe=True)
     assert [f.code for f in before if f.fix] == ["SC005", "SC005"]
-    assert "a.stride(0),  # expect: SC005\n        a.stride(1),  # expect: SC005" in fixed.text
+    assert "w.stride(0),  # expect: SC005\n        w.stride(1),  # expect: SC005" in fixed.text
     assert not any(f.code == "SC005" for f in after)
     assert _keys(after) <= _keys(before)
     assert again.text == fixed.text

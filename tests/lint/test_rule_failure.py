@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from stridecheck.lint.checks import sc005_stride_mismatch
 
-from tests.conftest import CASES
+from tests.annotations import REPRODUCTIONS
+
+# SC005 is made to fail below; these report SC001, SC002 and SC006 besides (and SC005).
+OTHERS = ("hidden_state_cache_layer.py", "int32_token_gather.py", "mask_stepped_by_ids_stride.py")
 
 
 def _boom(tree, options):
@@ -15,10 +18,10 @@ def _boom(tree, options):
 
 def test_one_failing_rule_keeps_the_other_rules_findings(cli, monkeypatch):
     monkeypatch.setattr(sc005_stride_mismatch, "check", _boom)
-    case = CASES / "draft_cache_column.py"
-    run = cli(["lint", "--no-cache", "--format", "json", "--select", "SC001,SC006,SC007", str(case)])
+    run = cli(["lint", "--no-cache", "--format", "json", *(str(REPRODUCTIONS / name) for name in OTHERS)])
     assert run.code == 2
-    assert '"SC001"' in run.out and '"SC006"' in run.out and '"SC007"' in run.out
+    assert '"SC001"' in run.out and '"SC002"' in run.out and '"SC006"' in run.out
+    assert '"SC005"' not in run.out
     assert "sc005_stride_mismatch" in run.err and "planted failure" in run.err
 
 
@@ -28,12 +31,15 @@ def test_without_an_errors_list_the_failure_propagates(monkeypatch):
     from stridecheck.lint import analysis
 
     monkeypatch.setattr(sc005_stride_mismatch, "check", _boom)
-    model = analysis.build_module_model(
-        (CASES / "draft_cache_column.py").read_text(), path="d.py", module="d", options=analysis.AnalysisOptions()
-    )
+    models = [
+        analysis.build_module_model(
+            (REPRODUCTIONS / name).read_text(), path=name, module=name[:-3], options=analysis.AnalysisOptions()
+        )
+        for name in OTHERS
+    ]
     with pytest.raises(RuntimeError, match="planted failure"):
-        analysis.check_tree([model], analysis.AnalysisOptions())
+        analysis.check_tree(models, analysis.AnalysisOptions())
     errors: list[str] = []
-    found = analysis.check_tree([model], analysis.AnalysisOptions(), errors)
-    assert {f.code for f in found} >= {"SC001", "SC006", "SC007"}
+    found = analysis.check_tree(models, analysis.AnalysisOptions(), errors)
+    assert {f.code for f in found} == {"SC001", "SC002", "SC006"}
     assert len(errors) == 1 and errors[0].startswith("sc005_stride_mismatch: RuntimeError: planted failure")
