@@ -1,35 +1,42 @@
-"""The rule catalogue: one TOML file per rule under ``rules/`` (shipped as ``stridecheck/_rules``).
+"""The rule catalogue: one folder per rule under ``rules/`` (shipped as ``stridecheck/_rules``).
 
-It is the single source of each rule's code, name, severity, tier, summary, message template,
-hint, rationale and examples: ``stridecheck rules``, ``stridecheck rule CODE``, the messages of
-findings, SARIF's reportingDescriptors and the catalogue tests all read it from here.
+A rule is one unit, the way semgrep-rules keeps a rule beside its test file and ruff a rule
+beside its fixture: ``rules/SC001-size-as-stride/`` holds its text (``rule.toml``) and its
+annotated fixtures (``bad_N.py``, ``good_N.py``), and its check is the module
+``stridecheck/lint/checks/sc001_size_as_stride.py`` (the same name; the registry of checks is
+derived from the folders, :func:`stridecheck.lint.checks.check_module_names`). It is the single
+source of each rule's code, name, severity, tier, summary, message templates, hint, rationale and
+examples: ``stridecheck rules``, ``stridecheck rule CODE``, the messages of findings, SARIF's
+reportingDescriptors and the tests all read it from here.
 
-File format (``rules/SC001-size-as-stride.toml``)::
+``rule.toml``::
 
     code = "SC001"
-    name = "size-as-stride"
-    severity = "error"            # error | warning | info
-    tier = "default"              # default | preview (reported only with --preview) | opt-in (only when selected)
+    name = "size-as-stride"          # the folder is named "<code>-<name>"
+    severity = "error"               # error | warning | info
+    tier = "default"                 # default | preview (only with --preview) | opt-in (only when selected)
+    checked_by = "rule"              # rule (a check module) | engine (SC000, SC100: the engine reports them)
     summary = "An address steps a dimension by a logical size, not a stride"
-    message = "`{product}` steps `{pointer}` by the logical size `{size}`; ..."   # str.format fields
-    hint = "..."                  # optional, may use the same fields
-    fix_safety = "none"           # none | safe | unsafe (what --fix can do for it)
+    message = "`{product}` steps `{pointer}` by ..."    # the default template (str.format fields)
+    hint = "..."                     # optional, may use the same fields
+    fix_safety = "none"              # none | safe | unsafe (what --fix can do for it)
     what_it_does = '''...'''
     why_bad = '''...'''
-    use_instead = '''...'''       # optional prose before the good example
-    fix = '''...'''               # optional: what --fix does and why it is (un)safe
+    use_instead = '''...'''          # optional prose before the good example
+    fix = '''...'''                  # optional: what --fix does and why it is (un)safe
 
-    [[bad]]                       # at least one; must produce exactly this rule's code
-    description = "..."
-    code = '''<a whole Python file>'''
+    [messages]                       # the rule's other named templates, if it has other forms
+    implicit_unit = "..."
 
-    [[good]]                      # at least one; must produce no finding of any default rule
-    description = "..."
-    code = '''...'''
+Fixtures: ``bad_N.py`` is a whole Python file whose first line is ``# <description>``; each line
+the rule must report ends in ``# expect: SC001`` and nothing else may be reported (the grammar of
+``../shared/cases``). ``good_N.py`` is its fixed twin: no finding of any default rule. Both are
+shown by ``stridecheck rule`` (without the annotations) and tested by tests/lint/test_catalogue.py.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -49,7 +56,22 @@ TIERS = ("default", "preview", "opt-in")
 @dataclass(frozen=True)
 class Example:
     description: str
-    code: str
+    code: str  # as shown by `stridecheck rule` (the fixture without its `# expect:` comments)
+    path: str = ""  # the fixture file: rules/SCnnn-name/bad_1.py (annotated) or good_1.py
+
+
+_EXPECT_COMMENT = re.compile(r"\s*#\s*expect:.*$")
+
+
+def _example(path: Path) -> Example:
+    """A fixture file as an example: a first-line `# description`, then the code."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    description = ""
+    if lines and lines[0].startswith("# "):
+        description, lines = lines[0][2:].strip(), lines[1:]
+    shown = "\n".join(_EXPECT_COMMENT.sub("", line) for line in lines) + "\n"
+    return Example(description, shown, str(path))
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,12 @@ class Rule:
     # Named message templates for the rule's other forms (`[messages] implicit_unit = "..."`);
     # ``message`` is the one named "default".
     messages: dict = field(default_factory=dict)
+    checked_by: str = "rule"  # "rule": stridecheck/lint/checks/<module_name>; "engine": SC000, SC100
+
+    @property
+    def module_name(self) -> str:
+        """The check module's name: SC001 size-as-stride -> ``sc001_size_as_stride``."""
+        return f"{self.code.lower()}_{self.name.replace('-', '_')}"
 
 
 class CatalogueError(Exception):
@@ -109,10 +137,11 @@ def _rule_from_toml(path: Path) -> Rule:
             why_bad=data["why_bad"].strip(),
             use_instead=data.get("use_instead", "").strip(),
             fix=data.get("fix", "").strip(),
-            bad=tuple(Example(e.get("description", ""), e["code"]) for e in data.get("bad", ())),
-            good=tuple(Example(e.get("description", ""), e["code"]) for e in data.get("good", ())),
+            bad=tuple(_example(p) for p in sorted(path.parent.glob("bad_*.py"))),
+            good=tuple(_example(p) for p in sorted(path.parent.glob("good_*.py"))),
             source=str(path),
             messages=dict(data.get("messages", {})),
+            checked_by=data.get("checked_by", "rule"),
         )
     except KeyError as exc:
         raise CatalogueError(f"{path}: missing key {exc.args[0]!r}") from exc
@@ -120,8 +149,8 @@ def _rule_from_toml(path: Path) -> Rule:
         raise CatalogueError(f"{path}: severity {rule.severity!r} is not one of {SEVERITIES}")
     if rule.tier not in TIERS:
         raise CatalogueError(f"{path}: tier {rule.tier!r} is not one of {TIERS}")
-    if not path.name.startswith(rule.code):
-        raise CatalogueError(f"{path}: file name must start with the rule's code {rule.code}")
+    if path.parent.name != f"{rule.code}-{rule.name}":
+        raise CatalogueError(f"{path}: the rule's folder must be named {rule.code}-{rule.name}")
     return rule
 
 
@@ -129,7 +158,7 @@ def _rule_from_toml(path: Path) -> Rule:
 def load() -> dict[str, Rule]:
     """All rules by code, sorted by code."""
     rules = {}
-    for path in sorted(catalogue_dir().glob("SC*.toml")):
+    for path in sorted(catalogue_dir().glob("SC*/rule.toml")):
         rule = _rule_from_toml(path)
         if rule.code in rules:
             raise CatalogueError(f"{path}: duplicate rule code {rule.code}")

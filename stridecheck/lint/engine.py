@@ -547,7 +547,7 @@ def _lint(inputs: Sequence[FileInput], options: RunOptions) -> RunResult:
         elif outcome[0] == "parse":
             _, reason, line, column = outcome
             span = Span(line, column, line, column + 1)
-            found.append(catalogue.make_finding("SC000", path, span, reason=reason))
+            found.append(catalogue.make_finding("SC000", path, span, reason=reason.removesuffix("; not checked")))
         else:
             errors.append((path, outcome[1]))
 

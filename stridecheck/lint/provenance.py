@@ -23,6 +23,7 @@ from); ``unknown`` is the preview tier's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from stridecheck.lint.model import ArgOrigin, OriginKind
@@ -171,7 +172,13 @@ def _extent_tensors(o: ArgOrigin) -> set[str]:
     out: set[str] = set()
     for f in o.factors:
         out |= _extent_tensors(f)
+    if not out and o.kind is OriginKind.OTHER:
+        # `out.shape[1] // 4`, `x.size(-1) * 2`: an expression of extents the origin does not model.
+        out = set(_EXTENT_TEXT.findall(o.text))
     return out
+
+
+_EXTENT_TEXT = re.compile(r"([A-Za-z_][\w.]*)\.(?:shape\b|size\(|numel\()")
 
 
 def foreign_extent(launches, pointer: str, sizes) -> Layout | None:
@@ -196,10 +203,40 @@ def foreign_extent(launches, pointer: str, sizes) -> Layout | None:
     return None
 
 
+def own_extents(launches, pointer: str, sizes) -> bool:
+    """Every launch builds each of ``sizes`` from the extents of the very tensor ``pointer``
+    receives (`n_cols = x.shape[1]` for `x_ptr`), or allocates that tensor (then with them)."""
+    if not launches:
+        return False
+    for bl in launches:
+        o = bl.bound.get(pointer)
+        if o is None or o.kind is not OriginKind.TENSOR or not o.tensor:
+            return False
+        if o.fresh:
+            continue
+        mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides)
+        for s in sizes:
+            so = bl.bound.get(s)
+            if so is None:
+                return False
+            got = _extent_tensors(so)
+            if not got or not got <= mine:
+                return False
+    return True
+
+
 def step_layout(tree, launches, pointer: str, sizes) -> Layout:
     """A pointer stepped by the logical sizes ``sizes`` next to a stride of its own: a foreign
-    extent is ``live`` (see :func:`foreign_extent`); else as :func:`kernel_layout`."""
-    return foreign_extent(launches, pointer, sizes) or kernel_layout(tree, launches, pointer)
+    extent is ``live`` (see :func:`foreign_extent`); packing settles it only where the sizes are
+    the tensor's own extents (a contiguous `[R, B, 8]` buffer stepped by a `top_k` of 5 is still
+    misread); else as :func:`kernel_layout`."""
+    found = foreign_extent(launches, pointer, sizes)
+    if found is not None:
+        return found
+    got = kernel_layout(tree, launches, pointer)
+    if got.kind == PACKED and not own_extents(launches, pointer, sizes):
+        return Layout(UNKNOWN, "the size is not shown to be an extent of the tensor it steps")
+    return got
 
 
 def runs_in_training(tree, bl, depth: int = 0, seen=None) -> bool:

@@ -95,18 +95,17 @@ def unused_suppressions(
             if (i, None) in used:
                 continue
             unused: tuple[str, ...] = ()
-            what = "`stridecheck: ignore` suppresses nothing on this line"
+            template, fields = "default", {}
         else:
             unused = tuple(c for c in s.codes if (i, c) not in used)
             if not unused and s.codes:
                 continue
-            what = (
-                "`stridecheck: ignore[]` names no code"
-                if not s.codes
-                else f"unused code{'s' if len(unused) > 1 else ''} {', '.join(unused)} in `stridecheck: ignore`"
-            )
+            if not s.codes:
+                template, fields = "empty_codes", {}
+            else:
+                template, fields = "unused_codes", {"plural": "s" if len(unused) > 1 else "", "codes": ", ".join(unused)}
         fix = _removal_fix(s, unused)
-        out.append(make_finding("SC100", path, s.span, fix=fix, detail=what))
+        out.append(make_finding("SC100", path, s.span, fix=fix, template=template, **fields))
     return out
 
 

@@ -17,14 +17,7 @@ from tests.conftest import CASES, shared_files
 CASE_FILES = shared_files(CASES)
 
 # Expectations the linter cannot meet before issue 16 lands, per (file, code); nothing else.
-KNOWN_GAPS = {
-    ("qkv_pointer_names.py", "SC005"): "issue 16: single-letter pointers (`V`) are read as sizes by name",
-    ("gemm_output_strides.py", "SC005"): "issue 16: single-letter pointers (`C`) are read as sizes by name",
-    ("constexpr_columns_gather.py", "SC003"): "issue 16: a tl.constexpr bound to a shape is not taken as a size",
-    ("constexpr_columns_gather.py", "SC006"): (
-        "issue 16 (and 17): a loaded index times a tl.constexpr factor is not judged as 32-bit arithmetic"
-    ),
-}
+KNOWN_GAPS: dict = {}  # every shared expectation is met (issue 16)
 
 
 def test_cases_are_present():

@@ -42,11 +42,19 @@ def test_example(tmp_path, code, kind, i):
     rule = RULES[code]
     preview = rule.tier == "preview"
     if kind == "bad":
-        # Only this rule selected: the example must produce it, and (preview findings included
-        # for preview rules) nothing but it.
-        findings = _lint_example(tmp_path, rule.bad[i].code, (code,), preview)
-        assert findings, f"{code}: bad example {i} produces nothing"
-        assert {f.code for f in findings} == {code}
+        # Only this rule selected: the fixture's `# expect:` lines are reported with it, exactly
+        # (preview findings included for preview rules), and nothing else.
+        from pathlib import Path
+
+        from tests.annotations import expected
+
+        fixture = Path(rule.bad[i].path)
+        want = expected(fixture, (code,))
+        assert want, f"{fixture}: a bad fixture needs at least one `# expect: {code}` line"
+        options = RunOptions(select=(code,), preview=preview, jobs=1, root=fixture.parent)
+        result = lint([FileInput(str(fixture), explicit=True)], options)
+        assert result.internal_errors == []
+        assert {(f.span.line, f.code) for f in result.findings} == want
     else:
         # Every default rule plus this one: a good example is clean of them all.
         select = None if rule.tier != "opt-in" else tuple(c for c, r in RULES.items() if r.tier != "opt-in") + (code,)
@@ -75,3 +83,29 @@ def test_rules_table_lists_every_rule(cli, tmp_path):
     for code, rule in RULES.items():
         (row,) = [line for line in lines if line.startswith(code + " ")]
         assert row.split()[:4] == [code, rule.name, rule.severity, rule.tier] and rule.summary in row
+
+
+def test_every_rule_folder_has_its_check_module_and_every_module_its_folder():
+    from pathlib import Path
+
+    from stridecheck.lint import checks
+
+    modules = {p.stem for p in Path(checks.__file__).parent.glob("sc[0-9]*.py")}
+    assert set(checks.check_module_names()) == modules
+    for rule in RULES.values():
+        folder = Path(rule.source).parent
+        assert folder.name == f"{rule.code}-{rule.name}"
+        assert (rule.module_name in modules) == (rule.checked_by == "rule"), rule.code
+        assert sorted(p.name for p in folder.iterdir() if p.suffix == ".py") == sorted(
+            [f"bad_{i}.py" for i in range(1, len(rule.bad) + 1)] + [f"good_{i}.py" for i in range(1, len(rule.good) + 1)]
+        )
+
+
+def test_every_message_is_a_named_template_that_says_something():
+    import string
+
+    for rule in RULES.values():
+        for name, template in {"default": rule.message, **rule.messages}.items():
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+            literal = "".join(t for t, _, _, _ in string.Formatter().parse(template))
+            assert literal.strip(), f"{rule.code} template {name!r} is only fields: {template!r}"

@@ -18,17 +18,7 @@ CASE_FILES = sorted(CASES_DIR.glob("*.py"))
 
 # Annotations the linter cannot meet yet, per (file, code): each names the issue that will make
 # it pass. strict: the day it passes, the entry must go.
-KNOWN_GAPS = {
-    ("kv_append_single_letters.py", "SC005"): (
-        "issue 16: single-letter pointers (`V`) are read as sizes by name, so a foreign stride on them is not judged"
-    ),
-    ("expert_scatter_constexpr_hidden.py", "SC003"): (
-        "issue 16: a tl.constexpr bound to a shape (`HIDDEN=hidden`) is not taken as a size"
-    ),
-    ("expert_scatter_constexpr_hidden.py", "SC006"): (
-        "issues 16 and 17: a loaded index times a tl.constexpr factor is not judged as 32-bit arithmetic"
-    ),
-}
+KNOWN_GAPS: dict = {}  # every annotation is met (issues 16 and 17)
 
 
 def _clean_by_name(path: Path) -> bool:

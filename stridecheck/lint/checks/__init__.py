@@ -1,6 +1,7 @@
-"""The rules' check functions. Each module ``scNNN_*`` exposes ``check(tree, options)`` yielding
-findings built with :func:`stridecheck.lint.catalogue.make_finding`; its text (message, rationale,
-examples) lives in the catalogue, ``rules/SCNNN-*.toml``."""
+"""The rules' check functions. Each module ``scNNN_<name>`` exposes ``check(tree, options)``
+yielding findings built with :func:`stridecheck.lint.catalogue.make_finding`; its text (message
+templates, rationale) and fixtures live beside each other in ``rules/SCNNN-<name>/``, and the
+modules run are exactly those the catalogue names (:func:`check_module_names`)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,12 @@ from pathlib import Path
 
 from stridecheck.lint.model import Finding, ModuleModel
 
-CHECK_MODULES = (
-    "sc001_size_as_stride",
-    "sc002_unused_stride",
-    "sc003_implicit_contiguity",
-    "sc004_shape_as_stride",
-    "sc005_stride_mismatch",
-    "sc006_int32_offset",
-    "sc007_unchecked_width",
-)
+def check_module_names() -> tuple[str, ...]:
+    """The check modules, one per rule of the catalogue checked by a rule (not the engine),
+    named after its folder (``rules/SC001-size-as-stride`` -> ``sc001_size_as_stride``)."""
+    from stridecheck.lint import catalogue
+
+    return tuple(r.module_name for r in catalogue.load().values() if r.checked_by == "rule")
 
 
 def run_checks(models: Sequence[ModuleModel], options, errors: list[str] | None = None) -> list[Finding]:
@@ -31,7 +29,7 @@ def run_checks(models: Sequence[ModuleModel], options, errors: list[str] | None 
 
     tree = Tree(models)
     findings: list[Finding] = []
-    for name in CHECK_MODULES:
+    for name in check_module_names():
         module = import_module(f"{__name__}.{name}")
         if errors is None:
             findings.extend(module.check(tree, options))

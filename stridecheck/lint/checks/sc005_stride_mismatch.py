@@ -70,10 +70,10 @@ def _in_kernel(tree, reported):
                 "SC005", model.path, term.span, preview=all(v[0] for _, _, v in items),
                 related=[(model.path, sp) for sp in related], group=f"{kernel.name}:{p}:{owner}",
                 product=term.text, pointer=p, stride=s, owner=owner,
-                detail=f"`{term.text}` steps `{p}` by `{s}`, a stride of `{owner}`"
-                + (f" (and {', '.join(f'`{x}`' for x in strides if x != s)})" if len(strides) > 1 else "") + "; "
-                + (f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in own)})" if own
-                   else f"pass and use `{p}`'s own strides") + (f" ({why})" if why else ""),
+                more=f" (and {', '.join(f'`{x}`' for x in strides if x != s)})" if len(strides) > 1 else "",
+                advice=(f"use `{p}`'s own stride ({', '.join(f'`{x}`' for x in own)})" if own
+                        else f"pass and use `{p}`'s own strides"),
+                evidence=f" ({why})" if why else "",
             )
 
 
@@ -115,9 +115,7 @@ def _dropped_stride(tree, reported):
                 yield make_finding(
                     "SC005", model.path, acc.span, group=f"{kernel.name}:{pointer}:{index}:dropped",
                     related=[(model.path, strided[0][0].span, f"`{index}` steps `{pointer}` by `{s}` here")],
-                    product=term.text, pointer=pointer, stride=s, owner=pointer,
-                    detail=f"`{index}` steps `{pointer}` by `{s}` at line {strided[0][0].span.line} but by an implicit 1 "
-                    f"here; use `{index} * {s}` in both",
+                    template="dropped", index=index, pointer=pointer, stride=s, line=strided[0][0].span.line,
                 )
 
 
@@ -198,9 +196,8 @@ def _at_launch(tree, reported):
                 if t.like_of == o.tensor or o.like_of == t.tensor:
                     # `out = torch.empty_like(x)` keeps x's strides (x dense): sharing them is the intent.
                     continue
-                yield from _emit(bl, o, name, reported, fix=None,
-                                 detail=f"`{o.text}` is a stride of `{o.tensor}`, but `{name}` steps "
-                                 f"`{pointer}`, which receives `{t.text}`")
+                yield from _emit(bl, o, name, reported, fix=None, template="launch_foreign",
+                                 arg=o.text, tensor=o.tensor, stride=name, pointer=pointer, receives=t.text)
                 continue
             if o.dim is None:
                 continue
@@ -220,26 +217,25 @@ def _at_launch(tree, reported):
                 if b != a and b not in done and _fam(oa) == _fam(ob) and same_dim(ob, ea) and same_dim(oa, eb):
                     fix = swap_fix(oa, ob)
                     done.update((a, b))
-                    yield from _emit(bl, oa, a, reported, fix=fix, detail=_dim_detail(oa, ea, a))
-                    yield from _emit(bl, ob, b, reported, fix=fix, detail=_dim_detail(ob, eb, b))
+                    yield from _emit(bl, oa, a, reported, fix=fix, **_dim_fields(oa, ea, a))
+                    yield from _emit(bl, ob, b, reported, fix=fix, **_dim_fields(ob, eb, b))
                     break
             if fix is None:
                 done.add(a)
-                yield from _emit(bl, oa, a, reported, fix=None, detail=_dim_detail(oa, ea, a))
+                yield from _emit(bl, oa, a, reported, fix=None, **_dim_fields(oa, ea, a))
 
 
-def _dim_detail(o, e, name) -> str:
-    return (f"`{name}` steps an index bounded by `{e.text}` (dimension {e.dim} of `{e.tensor}`), "
-            f"but receives `{o.text}`; pass `{e.tensor}.stride({e.dim})`")
+def _dim_fields(o, e, name) -> dict:
+    return dict(template="launch_dimension", stride=name, bound=e.text, dim=e.dim, tensor=e.tensor, arg=o.text)
 
 
-def _emit(bl, o, name, reported, fix, detail):
+def _emit(bl, o, name, reported, fix, template, **fields):
     key = (bl.module.path, o.span, "SC005")
     if key in reported:
         return
     reported.add(key)
     yield make_finding("SC005", bl.module.path, o.span, fix=fix, group=f"{bl.launch.launcher}:{bl.kernel.name}:{name}",
-                       product=o.text, pointer="", stride=name, owner="", detail=detail)
+                       template=template, **fields)
 
 
 def check(tree, options):

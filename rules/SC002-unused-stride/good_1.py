@@ -1,0 +1,13 @@
+# Each tensor addressed with its own stride.
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def masked_sum_kernel(out_ptr, ids_ptr, ids_stride, keep_ptr, keep_stride, n_tokens, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    valid = cols < n_tokens
+    ids = tl.load(ids_ptr + row * ids_stride + cols, mask=valid, other=0)
+    keep = tl.load(keep_ptr + row * keep_stride + cols, mask=valid, other=0)
+    tl.store(out_ptr + row, tl.sum(tl.where(keep != 0, ids, 0), axis=0))

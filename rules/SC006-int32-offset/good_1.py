@@ -1,0 +1,12 @@
+# The program id promoted to int64 before it is multiplied.
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_rows_kernel(dst_ptr, dst_stride, src_ptr, src_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(src_ptr + row * src_stride + cols, mask=mask)
+    tl.store(dst_ptr + row * dst_stride + cols, x, mask=mask)
