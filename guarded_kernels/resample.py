@@ -971,7 +971,8 @@ def resample(
         tokens, t0, t1 = None, None, None
         ptrs = draft.data_ptr()
     else:
-        vd, draft, d0, d1 = 0, None, None, None
+        # Never read (HAS_DRAFT=False), but compiled: a pointer and strides of the right kinds.
+        vd, draft, d0, d1 = 0, target_logits, 0, 0
         tokens, t0, t1 = draft_tokens, draft_tokens.stride(0), draft_tokens.stride(1)
         ptrs = tokens.data_ptr()
     if plan is None:

@@ -173,7 +173,8 @@ def _reference(args, vd=None, *, accept_margin=1e-4, token_margin=1e-3):
     vd = vd or (draft.shape[2] if draft is not None else V)
     cu_c, idx_c = cu.cpu(), idx.cpu()
     row_req = torch.repeat_interleave(torch.arange(Q), cu_c[1:] - cu_c[:-1])
-    log2u = _log2_uniforms(seed.cpu()[idx_c[row_req]], pos.cpu())
+    # The hash runs as a Triton kernel: on the tensors' own device (a GPU refuses CPU tensors).
+    log2u = _log2_uniforms(seed[idx_c[row_req].to(seed.device)], pos)
     out = []
     for r in range(Q):
         slot = int(idx_c[r])
