@@ -29,7 +29,12 @@ import triton
 import triton.language as tl
 
 from guarded_kernels.noise import VERIFY_STREAM, neg_log2_exponential, row_key, token_hash
+
 from stridecheck import Tensor, stride_guard
+
+# A module global read inside a kernel must be a tl.constexpr (the interpreter reads any global;
+# the compiler refuses others).
+_VERIFY: tl.constexpr = tl.constexpr(VERIFY_STREAM)
 
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -91,7 +96,7 @@ def resample_reference_kernel(
     else:
         if rejecting:
             rejected = tl.load(draft_tokens_ptr + req * draft_tokens_stride_0 + accepted * draft_tokens_stride_1)
-    key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), VERIFY_STREAM)
+    key = row_key(tl.load(seed_ptr + slot * seed_stride_0), tl.load(pos_ptr + row * pos_stride_0), _VERIFY)
     lanes = tl.arange(0, BLOCK)
     # Per lane: the draw's best key and column, p's (the fallback when the residual has no
     # mass), and greedy's first NaN.
