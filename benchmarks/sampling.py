@@ -164,12 +164,10 @@ def impls(ours: dict, peer, plan_overrides: dict) -> dict:
         out[f"{label}.resample"] = ("resample", resample)
         rejection = getattr(package, "rejection_sample", None)
         if rejection is not None:
-            # Every draft rejected: the call our rejection_sample shares with vLLM's (accept/reject,
-            # then the residual draw). Its signature is the other module's to define; this row
-            # measures it where it takes vLLM's argument order.
+            # Every draft rejected: the same work as vLLM's rejection_sample (accept/reject, then
+            # the residual draw), in our argument order (see benchmarks/rejection.py for the full grid).
             out[f"{label}.rejection_sample"] = ("resample", lambda d, f=rejection: f(
-                d["target"], d["draft"], d["sampled"], d["cu32"], d["pos"], d["idx"], d["eidx"], d["elpos"],
-                d["temp"], d["seed"], 1))
+                d["target"], d["draft"], d["tokens"], d["cu64"], d["idx"], d["temp"], d["seed"], d["pos"]))
     if peer is not None:
         out[f"{PEER}.gumbel_sample"] = ("gumbel", lambda d: peer.gumbel_sample(
             d["logits"], d["idx"], d["temp"], d["seed"], d["pos"], apply_temperature=True, is_drafting=False))
