@@ -8,6 +8,7 @@
 #   bash benchmarks/gpu_run.sh            # about 6-8 minutes on an H200; stops by 9.5
 # Every stage has its own limit, and none runs past the session's deadline (DEADLINE_S, default
 # 570 s after the start), so a slow stage costs the stages after it, never the logs.
+# STRIDECHECK_COMMIT=<hash> names the tree in the results where the copy's .git is stale.
 set -u
 OUT=${OUT:-results}
 OLD_REV=${OLD_REV:-55710b7}

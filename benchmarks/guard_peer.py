@@ -565,6 +565,8 @@ def markdown(out: dict) -> str:
 
 def _commit() -> str:
     """This checkout's commit, if git can tell (the GPU machine's copy may have no history)."""
+    if os.environ.get("STRIDECHECK_COMMIT"):
+        return os.environ["STRIDECHECK_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     except OSError:

@@ -277,8 +277,9 @@ def main() -> None:
             "guarded_kernels[jit]": load_package(ROOT, {"GUARDED_KERNELS_DIRECT_LAUNCH": "0"}),
             "guarded_kernels@old": load_package(old),
         }
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
+        # STRIDECHECK_COMMIT: the tree copied to a GPU machine may carry a stale .git.
+        commit = os.environ.get("STRIDECHECK_COMMIT") or subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
         meta = dict(cpu=f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)",
                     torch=torch.__version__, triton=triton.__version__,
                     date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), commit=commit,

@@ -413,6 +413,8 @@ def environment(device: str) -> dict:
 def _git_commit() -> str | None:
     import subprocess
 
+    if os.environ.get("STRIDECHECK_COMMIT"):  # the tree copied to a GPU machine may carry a stale .git
+        return os.environ["STRIDECHECK_COMMIT"]
     try:
         done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     except OSError:

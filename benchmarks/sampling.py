@@ -28,6 +28,7 @@ import argparse
 import datetime
 import importlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -262,8 +263,9 @@ def main() -> None:
     for text in args.plan:
         field, value = text.split("=", 1)
         overrides[field] = json.loads(value) if value[:1] in "0123456789-tf[" else value
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    # STRIDECHECK_COMMIT: the tree copied to a GPU machine may carry a stale .git.
+    commit = os.environ.get("STRIDECHECK_COMMIT") or subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), commit=commit,
                 peer=PEER if peer is not None else None, plan_overrides=overrides)
