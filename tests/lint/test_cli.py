@@ -93,3 +93,12 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_repository_lints_itself_clean():
+    # CI ends with `stridecheck lint .`; a rule example or reproduction that the configuration
+    # forgets to exclude fails it, so the same run belongs in the README's test command.
+    repo = Path(__file__).resolve().parents[2]
+    run = _run(["lint", "--no-cache", "."], cwd=repo)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "no findings" in run.stdout
