@@ -38,6 +38,7 @@ _KEEPS = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_
 _REGISTERS = frozenset({"custom_op", "triton_op", "impl", "register_kernel", "register_fake", "register_autograd",
                         "register_op", "direct_register_custom_op"})
 _UNKNOWN = ArgFact("unknown")
+MODULE_CALLER = "<module>"  # the caller's name for a call made by a module's top-level statements
 
 
 def strided_subscript(elements) -> bool:
@@ -90,6 +91,20 @@ def _decorator_names(fn) -> list[str]:
     return [(_dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1] for d in fn.decorator_list]
 
 
+def _alternative_of(fn) -> str:
+    """``entry`` for a function decorated ``@register(entry, ...)`` / ``@impl_for(entry)``: a
+    decorator call whose first argument names another function registers this one as another body
+    of it (a backend's implementation, reached through ``entry``'s dispatch). Operator
+    registrations (``@custom_op("ns::op")``) name a string, not a function."""
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and d.args and (_dotted(d.func) or "").split(".")[-1] not in _REGISTERS \
+                and (_dotted(d.func) or "").split(".")[-1] not in ("wraps", "partial", "lru_cache", "cache"):
+            name = _dotted(d.args[0])
+            if name and name.split(".")[-1] != fn.name and not name.split(".")[0] in ("torch", "triton", "tl"):
+                return name
+    return ""
+
+
 def public_entry(name: str, cls: str | None, bases: tuple[str, ...], decorators: list[str]) -> bool:
     """Whether a function is where tensors enter from code its module's author does not see: a
     public module function, a public method of a public class, ``forward``/``backward`` of a
@@ -118,6 +133,7 @@ class _FunctionScan:
                                           for p in params}
         self.out = out
         self.imports: dict[str, str] = {}  # imports made inside the function
+        self.extents: dict[str, tuple[str, ...]] = {}  # local name -> tensors whose extents it is built from
 
     def fact(self, node) -> ArgFact:
         if isinstance(node, ast.Name):
@@ -151,13 +167,20 @@ class _FunctionScan:
             last = name.split(".")[-1]
             if last in _LIKE and node.args:
                 src = self.fact(node.args[0])
+                like = (_dotted(node.args[0]) or "").split(".")[0]
+                sized = (like,) if like else ()
                 if any(k.arg == "memory_format" for k in node.keywords):
-                    return ArgFact("packed")
+                    return ArgFact("packed", text=_source(node), sized_from=sized)
                 if src.kind == "packed":
-                    return src
-                return ArgFact("like", src.name, _dotted(node.args[0]) or "") if src.kind == "param" else _UNKNOWN
+                    return ArgFact("packed", src.name, src.text, sized_from=sized)
+                if src.kind == "param":
+                    return ArgFact("like", src.name, _dotted(node.args[0]) or "", sized_from=sized)
+                return ArgFact("unknown", text=_source(node), sized_from=sized)
+            if last == "contiguous" and isinstance(f, ast.Attribute):
+                recv = self.fact(f.value)  # the same extents as what it copies
+                return ArgFact("packed", recv.name if recv.kind == "param" else None, _source(node))
             if last in _ALLOCATORS:
-                return ArgFact("packed")
+                return ArgFact("packed", text=_source(node), sized_from=self.extent_sources(node))
             if isinstance(f, ast.Attribute):
                 recv = self.fact(f.value)
                 if last in _STRIDED:
@@ -167,7 +190,42 @@ class _FunctionScan:
             return _UNKNOWN
         return _UNKNOWN
 
+    def arg_fact(self, node) -> ArgFact:
+        """The fact of a call's argument, with the argument as written where the fact has no text
+        (what a rule names as the caller's tensor)."""
+        got = self.fact(node)
+        if not got.text:
+            text = _dotted(node)
+            if text:
+                got = ArgFact(got.kind, got.name, text, got.sized_from)
+        return got
+
+    def extent_sources(self, node) -> tuple[str, ...]:
+        """The tensors whose extents an expression is built from: `x.shape`, `x.size(1)`,
+        `x.numel()`, `len(x)`, and local names assigned from those (`n, v = x.shape`)."""
+        out: list[str] = []
+        for n in ast.walk(node):
+            src = None
+            if isinstance(n, ast.Attribute) and n.attr == "shape":
+                src = _dotted(n.value)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("size", "numel"):
+                src = _dotted(n.func.value)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and n.args:
+                src = _dotted(n.args[0])
+            elif isinstance(n, ast.Name) and n.id in self.extents:
+                out.extend(self.extents[n.id])
+            if src:
+                out.append(src.split(".")[0] if not src.startswith("self.") else src)
+        return tuple(dict.fromkeys(out))
+
     def assign(self, target, value) -> None:
+        sources = self.extent_sources(value)
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                if sources:
+                    self.extents[n.id] = sources
+                else:
+                    self.extents.pop(n.id, None)
         if isinstance(target, ast.Name):
             self.local[target.id] = self.fact(value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -220,13 +278,13 @@ class _FunctionScan:
             if isinstance(a, ast.Starred):
                 star = True
                 break
-            args.append(self.fact(a))
+            args.append(self.arg_fact(a))
         kwargs = {}
         for k in n.keywords:
             if k.arg is None:
                 star = True
                 continue
-            kwargs[k.arg] = self.fact(k.value)
+            kwargs[k.arg] = self.arg_fact(k.value)
         if not any(f.kind != "unknown" for f in (*args, *kwargs.values())):
             return  # nothing to tell its callee
         head, _, rest = callee.partition(".")
@@ -306,7 +364,7 @@ def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
         autograd = bool(cls) and fn.name in ("forward", "backward") and any("Function" in b for b in bases)
         out[qual] = FunctionInfo(qual, tuple(params), public_entry(fn.name, cls, bases, names),
                                  tuple(sorted(_contiguous_at_entry(fn, params))), "stride_guard" in names, fn.lineno,
-                                 autograd)
+                                 autograd, any(d in _REGISTERS for d in names), _alternative_of(fn))
     return out
 
 
@@ -330,6 +388,11 @@ def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: 
                 continue
         scan = _FunctionScan(fn, qual, set(info.params), set(info.contiguous_params), calls, wanted)
         scan.run(class_attrs.setdefault(cls, {}) if cls else None)
+    # The module's own statements (a script's `if __name__ == "__main__":` block) call too.
+    top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                      ast.Import, ast.ImportFrom))]
+    if top:
+        _FunctionScan(ast.Module(body=top, type_ignores=[]), MODULE_CALLER, set(), set(), calls, wanted).run(None)
     for cls, found in class_attrs.items():
         packed = {a: "packed" for a, ok in found.items() if ok}
         if packed:

@@ -22,6 +22,7 @@ Arguments after an unresolvable ``*args`` are not bound; keywords still are.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections import defaultdict
@@ -148,6 +149,36 @@ def _dead(access, kernel: Kernel, launches) -> bool:
     return True
 
 
+_NOT_PACKAGE_CODE = frozenset({"tests", "test", "testing", "benchmarks", "benchmark", "examples", "docs", "__pycache__"})
+
+
+def _ident_byte(b: int) -> bool:
+    return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122
+
+
+def _package_root(path: str) -> str:
+    """The outermost directory above ``path`` that is a package (has an ``__init__.py``); the
+    file's own directory when it is in none."""
+    here = os.path.dirname(path)
+    root = here
+    while os.path.isfile(os.path.join(here, "__init__.py")):
+        root = here
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    return root
+
+
+def private_path(path: str) -> bool:
+    """Whether a module sits under a private package (a directory named `_x`, not a dunder)
+    inside its package: its functions are the package's internals, whatever their names."""
+    abspath = os.path.abspath(path)
+    root = _package_root(abspath)
+    rel = os.path.relpath(abspath, os.path.dirname(root)).replace("\\", "/").split("/")
+    return any(p.startswith("_") and not p.startswith("__") for p in rel)
+
+
 def _path_keys(path: str) -> list[str]:
     """Dotted suffixes a module at ``path`` may be imported as: a/b/pkg/k.py -> k, pkg.k, b.pkg.k..."""
     parts = path.replace("\\", "/").split("/")
@@ -219,6 +250,8 @@ class Tree:
         self._bytes: dict[str, bytes] = {}
         self._listings: dict[str, list[str]] = {}
         self._modelled = {os.path.abspath(m.path) for m in self.models}
+        self._packages: dict[str, tuple[bytes, list[int], list[str]]] = {}
+        self._uses: dict[tuple[str, str], tuple[str, str, int] | None] = {}
 
     # -- the host side's call graph
 
@@ -253,6 +286,71 @@ class Tree:
                 if self.resolve_function(cm, site.callee, site.caller) == (model, qualname):
                     got.append((cm, site))
         self._callers[key] = got
+        return got
+
+    def use_elsewhere(self, model: ModuleModel, name: str) -> tuple[str, str, int] | None:
+        """Where ``model``'s package names ``name`` other than where it is defined: ("use", path,
+        line) for a mention the call graph did not follow (an import inside a method, a module
+        alias, a registry, a call on another object: callers out of the analysis' sight), or
+        ("registered", path, line) when the only mentions register it as an operator
+        (``direct_register_custom_op(..., op_func=name)``, ``lib.impl("op", name)``). None when
+        nothing outside its definition names it: an entry point of the package's users.
+        The package is the outermost directory with an ``__init__.py`` above the module; its tests,
+        benchmarks and examples, and the ``__init__.py`` files (re-exports, ``__all__``: exports, not
+        uses), are not read."""
+        root = _package_root(os.path.abspath(model.path))
+        key = (root, name)
+        if key in self._uses:
+            return self._uses[key]
+        blob, starts, paths = self._package_text(root)
+        needle = name.encode()
+        found: tuple[str, str, int] | None = None
+        pos = blob.find(needle)
+        while pos >= 0:
+            end = pos + len(needle)
+            if (pos == 0 or not _ident_byte(blob[pos - 1])) and (end >= len(blob) or not _ident_byte(blob[end])):
+                lo = blob.rfind(b"\n", 0, pos) + 1
+                hi = blob.find(b"\n", end)
+                line = blob[lo:hi if hi >= 0 else len(blob)].strip()
+                head = line.split(b"(")[0]
+                # An import is not a use: the mention it brings into its module is.
+                if not (line.startswith((b"#", b"from ", b"import ")) or head.endswith(b"def " + needle)
+                        or head == b"class " + needle
+                        or line.startswith(b"class " + needle + b":")):
+                    i = bisect.bisect_right(starts, pos) - 1
+                    at = (paths[i], blob.count(b"\n", starts[i], pos) + 1)
+                    if re.search(rb"regist|custom_op|\.impl\(|library", line):
+                        found = found or ("registered", *at)
+                    else:
+                        found = ("use", *at)
+                        break
+            pos = blob.find(needle, end)
+        self._uses[key] = found
+        return found
+
+    def _package_text(self, root: str) -> tuple[bytes, list[int], list[str]]:
+        got = self._packages.get(root)
+        if got is not None:
+            return got
+        parts, starts, paths, at = [], [], [], 0
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if x not in _NOT_PACKAGE_CODE and not x.startswith("."))
+            for f in sorted(files):
+                if not f.endswith(".py") or f == "__init__.py" or f == "conftest.py" or f.startswith("test_") \
+                        or f.endswith("_test.py"):
+                    continue
+                path = os.path.join(d, f)
+                try:
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue
+                starts.append(at)
+                paths.append(path)
+                parts.append(data)
+                parts.append(b"\n\x00\n")
+                at += len(data) + 3
+        got = self._packages[root] = (b"".join(parts), starts, paths)
         return got
 
     @staticmethod

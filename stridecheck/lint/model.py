@@ -345,11 +345,14 @@ class ArgFact:
     """What a call passes for one argument, as far as the calling function shows: ``packed``
     (contiguous, allocated), ``strided`` (a slice of an inner dimension, a transpose...: not
     packed), ``param`` (the caller's own parameter ``name``, unchanged or through a view that keeps
-    its strides), ``like`` (``empty_like(name)``), ``attr`` (``self.name``), ``unknown``."""
+    its strides), ``like`` (``empty_like(name)``), ``attr`` (``self.name``), ``unknown``.
+    ``sized_from`` is set on an allocation made in the caller: the tensors whose extents its shape
+    is built from (``empty_like(x)``, ``torch.empty(n, v)`` after ``n, v = x.shape``: ``x``)."""
 
     kind: str
     name: str | None = None
     text: str = ""
+    sized_from: tuple[str, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -371,6 +374,8 @@ class FunctionInfo:
     guarded: bool = False  # wrapped by @stride_guard
     line: int = 0
     autograd: bool = False  # `forward`/`backward` of an autograd Function: it runs in training
+    registered: bool = False  # registered as an operator (`@torch.library.custom_op`, `@triton_op`, ...)
+    alternative_of: str = ""  # `@register(entry, backend=...)`: another body of `entry`, reached through its calls
 
 
 # ----------------------------------------------------------------------------- module

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from stridecheck.lint.callgraph import MODULE_CALLER
 from stridecheck.lint.model import ArgOrigin, OriginKind
 
 PACKED, LIVE, LATENT, UNKNOWN = "packed", "live", "latent", "unknown"
@@ -42,7 +43,7 @@ class Layout:
         return self.kind in (LIVE, LATENT)
 
 
-def _combine(got: list[Layout]) -> Layout:
+def combine(got: list[Layout]) -> Layout:
     """Every path packed: packed; else the strongest evidence of any path."""
     if not got:
         return Layout(UNKNOWN)
@@ -53,6 +54,12 @@ def _combine(got: list[Layout]) -> Layout:
             if g.kind == kind:
                 return g
     return got[0]
+
+
+def _site(site) -> str:
+    if site.caller == MODULE_CALLER:
+        return f"the module's top level (line {site.line})"
+    return f"`{site.caller}` (line {site.line})"
 
 
 def _where(launch) -> str:
@@ -76,17 +83,139 @@ def caller_layout(tree, model, qualname: str, param: str, depth: int = 0, seen=N
         return Layout(UNKNOWN)
     seen = seen | {key}
     sites = tree.callers_of(model, qualname) if tree is not None else []
+    if not sites and info.alternative_of and tree is not None:
+        # `@register(entry, backend=...)`: this body runs where `entry` is called, with its arguments.
+        target = tree.resolve_function(model, info.alternative_of, qualname)
+        if target is not None and param in target[0].functions[target[1]].params:
+            return caller_layout(tree, target[0], target[1], param, depth + 1, seen)
+        return Layout(UNKNOWN, f"`{qualname}` is another body of `{info.alternative_of}`, whose callers are out of sight")
     if not sites:
-        if info.public:
-            return Layout(LATENT, f"`{param}` comes unchecked from `{qualname}`, a public entry point")
-        return Layout(UNKNOWN, f"no caller of `{qualname}` is in view")
+        return _entry_layout(tree, model, info, param)
     if depth >= MAX_DEPTH:
         return Layout(UNKNOWN, f"the callers of `{qualname}` are too far up")
     got = []
     for cm, site in sites:
         fact = _bound(site, info, param)
         got.append(_fact_layout(tree, cm, site, fact, depth, seen))
-    return _combine(got)
+    return combine(got)
+
+
+def _entry_layout(tree, model, info, param: str) -> Layout:
+    """A function no caller in the linted tree is seen to call: ``latent`` when it is an entry
+    point of the package's users (an autograd ``forward``/``backward``, a registered operator, or a
+    public function or method that nothing else in its package names), ``unknown`` when it is
+    private, lives under a private package, or is named somewhere the call graph does not follow
+    (callers exist, out of the analysis' sight: they usually settle the layout)."""
+    q = info.qualname
+    if info.autograd:
+        return Layout(LATENT, f"`{param}` comes unchecked from `{q}`, an autograd entry point")
+    if info.registered:
+        return Layout(LATENT, f"`{param}` comes unchecked from `{q}`, a registered operator")
+    if not info.public:
+        return Layout(UNKNOWN, f"no caller of `{q}` is in view")
+    if tree is None:
+        return Layout(LATENT, f"`{param}` comes unchecked from `{q}`, a public entry point")
+    from stridecheck.lint.linker import private_path
+
+    if private_path(model.path):
+        return Layout(UNKNOWN, f"`{q}` is in a private module and no caller of it is in view")
+    cls, _, name = q.rpartition(".")
+    use = tree.use_elsewhere(model, cls or name)
+    if use is not None and use[0] == "use":
+        return Layout(UNKNOWN, f"`{cls or name}` is used at {_short(use[1])}:{use[2]}, through a path the analysis "
+                               f"does not follow")
+    if use is not None:
+        return Layout(LATENT, f"`{param}` comes unchecked from `{q}`, registered as an operator "
+                              f"({_short(use[1])}:{use[2]})")
+    return Layout(LATENT, f"`{param}` comes unchecked from `{q}`, a public entry point nothing in its package calls")
+
+
+def caller_width(tree, model, qualname: str, param: str, source: str | None, depth: int = 0, seen=None) -> Layout:
+    """Whether the callers of ``qualname`` settle how wide parameter ``param`` is against the
+    extents of parameter ``source`` (the tensor a store's bound is taken from; None when that is
+    not a parameter): ``packed`` when every caller allocates it from ``source``'s extents (or from
+    extents the analysis cannot place) or a decorator guards it; ``latent`` when a caller allocates
+    it from other extents, or it comes unchecked from an entry point; ``unknown`` as in
+    :func:`caller_layout`. Contiguity says nothing of width, so a caller's ``.contiguous()`` is
+    followed to what it copies."""
+    info = model.functions.get(qualname)
+    if info is None or param not in info.params:
+        return Layout(UNKNOWN)
+    if info.guarded:
+        return Layout(PACKED, f"`{qualname}` is guarded by `@stride_guard`")
+    key = (id(model), qualname, param, "width")
+    seen = seen or set()
+    if key in seen:
+        return Layout(UNKNOWN)
+    seen = seen | {key}
+    sites = tree.callers_of(model, qualname) if tree is not None else []
+    if not sites and info.alternative_of and tree is not None:
+        target = tree.resolve_function(model, info.alternative_of, qualname)
+        if target is not None and param in target[0].functions[target[1]].params:
+            tinfo = target[0].functions[target[1]]
+            tsource = source if source in tinfo.params else None
+            return caller_width(tree, target[0], target[1], param, tsource, depth + 1, seen)
+        return Layout(UNKNOWN, f"`{qualname}` is another body of `{info.alternative_of}`, whose callers are out of sight")
+    if not sites:
+        return _entry_layout(tree, model, info, param)
+    if depth >= MAX_DEPTH:
+        return Layout(UNKNOWN, f"the callers of `{qualname}` are too far up")
+    got = []
+    for cm, site in sites:
+        fact = _bound(site, info, param)
+        src = _bound(site, info, source) if source else None
+        got.append(_width_fact(tree, cm, site, fact, src, depth, seen))
+    return combine(got)
+
+
+def _width_fact(tree, model, site, fact, src, depth, seen) -> Layout:
+    where = _site(site)
+    if fact is None:
+        return Layout(UNKNOWN, f"{where} passes it through `*args`")
+    names = {n.split(".")[0] for n in ((src.name or "", src.text) if src is not None else ()) if n}
+    if fact.sized_from is not None:
+        if not names or names & set(fact.sized_from):
+            return Layout(PACKED, f"{where} allocates it")
+        shown = fact.text if len(fact.text) <= 60 else fact.text[:57] + "..."
+        return Layout(LATENT, f"{where} allocates it as `{shown}`, not from the extents of `{sorted(names)[0]}`")
+    if fact.kind == "strided":
+        return Layout(LIVE, f"{where} passes a view{' `' + fact.text + '`' if fact.text else ''}")
+    if fact.kind in ("param", "like", "packed") and fact.name:
+        nxt = src.name if src is not None and src.kind == "param" else None
+        return caller_width(tree, model, site.caller, fact.name, nxt, depth + 1, seen)
+    if fact.kind == "attr" and fact.name:
+        cls = site.caller.split(".")[0] if "." in site.caller else None
+        if cls and tree is not None and tree.attrs_of(model).get(cls, {}).get(fact.name) == "packed":
+            return Layout(PACKED, f"`self.{fact.name}` is allocated by its class")
+    return Layout(UNKNOWN, f"nothing shows what {where} passes")
+
+
+def width_of(o: ArgOrigin | None, source: ArgOrigin | None, bl, tree=None) -> Layout:
+    """How sure a launch is to write tensor ``o`` past its extent, where a store's bound comes
+    from ``source``'s extents and the launcher checks nothing: ``latent``/``live`` when the
+    tensor comes unchecked from an entry point, a caller allocates it from other extents, or
+    nothing in view settles it; ``packed`` when every caller allocates it from ``source``;
+    ``unknown`` when it comes from a call, an attribute or callers the analysis does not follow."""
+    launch = bl.launch
+    where = _where(launch)
+    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    if o is None or o.kind is not OriginKind.TENSOR:
+        return Layout(UNKNOWN)
+    if o.param is not None and qual and qual in bl.module.functions:
+        src = source.tensor if source is not None and source.tensor in launch.params else None
+        return caller_width(tree, bl.module, qual, o.param, src)
+    if o.tensor and o.tensor.startswith("self."):
+        return layout_of(o, bl, tree)
+    if o.opaque or o.alloc_call:
+        return Layout(UNKNOWN, f"`{o.text}` comes from a call the analysis does not follow")
+    return Layout(LATENT, f"nothing in {where} settles the extent of `{o.text}`")
+
+
+def _short(path: str) -> str:
+    import os
+
+    parts = os.path.abspath(path).replace("\\", "/").split("/")
+    return "/".join(parts[-3:])
 
 
 def _bound(site, info, param):
@@ -104,7 +233,7 @@ def _bound(site, info, param):
 
 
 def _fact_layout(tree, model, site, fact, depth, seen) -> Layout:
-    where = f"`{site.caller}` (line {site.line})"
+    where = _site(site)
     if fact is None:
         return Layout(UNKNOWN, f"{where} passes it through `*args`")
     if fact.kind == "packed":
@@ -138,6 +267,8 @@ def layout_of(o: ArgOrigin | None, bl, tree=None) -> Layout:
             return Layout(PACKED, f"`{o.tensor}` is allocated by its class")
         return Layout(UNKNOWN, f"`{o.tensor}` is an attribute whose layout nothing shows")
     source = o.param if o.param is not None else (o.like_of if o.like_of in launch.params else None)
+    if source is None and o.descriptor_strides and o.tensor in launch.params:
+        source = o.tensor  # a host tensor descriptor built around the parameter itself
     if source is not None and qual and qual in bl.module.functions:
         got = caller_layout(tree, bl.module, qual, source)
         if got.kind == LATENT and source != o.text:
@@ -153,7 +284,7 @@ def kernel_layout(tree, launches, pointer: str) -> Layout:
     """The verdict over every resolved launch of a kernel for the tensor bound to ``pointer``."""
     if not launches:
         return Layout(UNKNOWN, "no launch of the kernel is in view")
-    return _combine([layout_of(bl.bound.get(pointer), bl, tree) for bl in launches])
+    return combine([layout_of(bl.bound.get(pointer), bl, tree) for bl in launches])
 
 
 def origin_text(o: ArgOrigin) -> str:

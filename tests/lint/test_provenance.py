@@ -148,3 +148,67 @@ def modulate(x, shift):
 def test_code_a_launch_compiles_away_is_not_judged(lint_files, flag, reported):
     found = lint_files({"m.py": DEAD.replace("FLAG", flag)}, preview=True)
     assert any(f.code == "SC003" and "shift_ptr" in f.message for f in found) is reported
+
+
+PUBLIC_ROWS = KERNEL.replace("def _row_sums(x):", "def row_sums(x):")
+
+
+@pytest.mark.parametrize(
+    "files, tier, evidence",
+    [
+        # a public function nothing in its package calls: its users' tensors reach the kernel
+        ({}, "default", "public entry point nothing in its package calls"),
+        # named elsewhere in the package through a path the call graph does not follow (a table of
+        # functions): its callers exist, out of sight
+        ({"pkg/table.py": "from pkg import kernels\n\nOPS = {'rows': kernels.row_sums}\n"}, "preview", "is used at"),
+        # a mention in the package's tests is not a caller
+        ({"pkg/tests/test_rows.py": "from pkg.kernels import row_sums\n\nrow_sums(None)\n"}, "default",
+         "public entry point"),
+        # handed to a registration: an operator of the package's users
+        ({"pkg/ops.py": "import torch\nfrom pkg.kernels import row_sums\n\n"
+                        "torch.library.custom_op('pkg::rows', mutates_args=())(row_sums)\n"}, "default", "registered"),
+    ],
+)
+def test_a_public_function_without_callers_in_view(lint_files, files, tier, evidence):
+    tree = {"pkg/__init__.py": "", "pkg/kernels.py": PUBLIC_ROWS, **files}
+    found = sc003(lint_files(tree, preview=True))
+    assert len(found) == 1, found
+    _, preview, message = found[0]
+    assert preview == (tier == "preview") and evidence in message, message
+
+
+def test_a_private_module_is_not_an_entry_point(lint_files):
+    found = sc003(lint_files({"pkg/__init__.py": "", "pkg/_impl.py": PUBLIC_ROWS}, preview=True))
+    assert len(found) == 1 and found[0][1], found  # preview: its callers are out of view
+    assert "private module" in found[0][2]
+
+
+def test_a_registered_alternative_body_is_judged_by_the_entry_it_registers_for(lint_files):
+    # `@register(entry, backend=...)`: the body runs where `entry` is called, with its arguments.
+    api = '''
+import torch
+from pkg.kernels import _row_sums
+
+
+def register(entry, backend=None):
+    def wrap(fn):
+        return fn
+    return wrap
+
+
+def row_sums(x):
+    return x.sum(-1)
+
+
+@register(row_sums, backend="triton")
+def row_sums_triton(x):
+    return _row_sums(x)
+
+
+def model_step(x):
+    return row_sums(CALL)
+'''
+    for call, expected in (("x.contiguous()", []), ("x[:, :8]", [False])):
+        found = sc003(lint_files({"pkg/__init__.py": "", "pkg/kernels.py": KERNEL,
+                                  "pkg/api.py": api.replace("CALL", call)}, preview=True))
+        assert [p for _, p, _ in found] == expected, (call, found)

@@ -690,7 +690,9 @@ def test_allocation_through_a_function_of_another_module(tmp_path):
     files["pkg/ops.py"] = ops.replace("{make}", "alloc_output")
     assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == []
     files["pkg/ops.py"] = ops.replace("{make}", "not_an_allocator")
-    assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == ["SC004"]
+    # What `not_an_allocator` returns is not followed: a layout nothing shows, the preview tier's.
+    assert [f.code for f in lint_tree(tmp_path, files) if f.code == "SC004"] == []
+    assert [f.code for f in lint_tree(tmp_path, files, preview=True) if f.code == "SC004"] == ["SC004"]
 
 
 def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
@@ -704,3 +706,28 @@ def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
         '''
     )
     assert [f.code for f in lint_tree(tmp_path, {"m.py": src}) if f.code == "SC005"] == []
+
+
+@pytest.mark.parametrize(
+    "caller, tier",
+    [
+        # every caller allocates the written tensor from the extents of the bound's tensor
+        ("cache = torch.empty_like(logits)", "preview"),
+        ("n, v = logits.shape\n    cache = torch.zeros(n, v)", "preview"),
+        ("cache = logits.new_empty(logits.size(0), logits.size(1))", "preview"),
+        # from other extents: whether it is wide enough is exactly what the launcher never checks
+        ("cache = torch.zeros(4, 301)", "default"),
+        ("cache = torch.zeros(4, other.shape[1])", "default"),
+        # a caller that makes a copy passes on its own argument's width
+        ("cache = other.contiguous()", "default"),
+        # a narrower view of its own argument
+        ("cache = other[:, :8]", "default"),
+    ],
+)
+def test_sc007_tier_follows_how_the_callers_size_the_written_tensor(tmp_path, caller, tier):
+    launcher = _copy_launcher("pass").replace("def copy_into(", "def _copy_into(").replace(
+        "_copy_kernel[(n_rows,)](", "_copy_kernel[(n_rows,)](")
+    user = f"\n\ndef step(logits, other):\n    {caller}\n    _copy_into(cache, logits)\n    return cache\n"
+    found = [f for f in lint_tree(tmp_path, {"m.py": launcher + user}, preview=True) if f.code == "SC007"]
+    assert len(found) == 1, found
+    assert found[0].preview == (tier == "preview"), found[0].message

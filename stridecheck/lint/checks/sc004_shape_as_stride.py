@@ -7,6 +7,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.fixes import outer_dim, shape_fix, trailing_dims
 from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.provenance import PACKED, combine, layout_of
 from stridecheck.lint.stride_pairs import bounds_of, pair_strides, stepped_pointers, stride_named
 
 _SHAPES = (OriginKind.SHAPE, OriginKind.NUMEL, OriginKind.PRODUCT)
@@ -63,11 +64,14 @@ def _pinned_unit(bl, pairs, stride, pointer_arg) -> bool:
     return True
 
 
-def _descriptor_findings(bl, reported):
+def _descriptor_findings(bl, reported, tree):
     """``TensorDescriptor(t, shape, strides=[n_cols, 1])`` handed to the kernel: a size among the
     strides (the last entry 1 is what TMA requires, and 0 broadcasts)."""
     for name, o in bl.bound.items():
         if not o.descriptor_strides or o.contiguous:
+            continue
+        layout = layout_of(o, bl, tree)
+        if layout.kind == PACKED:
             continue
         last = len(o.descriptor_strides) - 1
         for i, s in enumerate(o.descriptor_strides):
@@ -79,7 +83,8 @@ def _descriptor_findings(bl, reported):
                 continue
             reported.add(key)
             yield make_finding(
-                "SC004", bl.module.path, s.span,
+                "SC004", bl.module.path, s.span, preview=not layout.default_tier,
+                evidence=f" ({layout.why})" if layout.why else "",
                 arg=s.text, what=what, param=f"strides[{i}]` of the descriptor for `{name}", kernel=bl.kernel.name,
                 suggestion=f"`{o.tensor}.stride({i})`" if o.tensor else "the tensor's `.stride(i)`",
             )
@@ -89,7 +94,7 @@ def check(tree, options):
     reported = set()
     for bl in tree.bound_launches():
         kernel = bl.kernel
-        yield from _descriptor_findings(bl, reported)
+        yield from _descriptor_findings(bl, reported, tree)
         pairs = None
         for name, o in bl.bound.items():
             p = kernel.param(name)
@@ -118,6 +123,12 @@ def check(tree, options):
                 continue
             if o.kind is OriginKind.LITERAL and o.literal == 1 and _pinned_unit(bl, pairs, name, pointer_arg):
                 continue  # `assert t.stride(-1) == 1`: the literal is that stride
+            # Where the owner's layout is settled on every path (callers allocate it, a decorator
+            # makes it contiguous), the product is its stride; the default tier wants a layout
+            # shown to reach the launch (a strided view, an unchecked entry point's argument).
+            layout = combine([layout_of(bl.bound.get(q), bl, tree) for q in owners])
+            if layout.kind == PACKED:
+                continue
             key = (bl.module.path, o.span)
             if key in reported:
                 continue
@@ -125,6 +136,8 @@ def check(tree, options):
             fix = shape_fix(o, pointer_arg, _expected_dim(kernel, name, pointer, pointer_arg, bl.bound))
             yield make_finding(
                 "SC004", bl.module.path, o.span, fix=fix, group=f"{bl.launch.launcher}:{kernel.name}:{name}",
+                preview=not layout.default_tier,
+                evidence=f" ({layout.why})" if layout.why else "",
                 arg=o.text, what=what, param=name, kernel=kernel.name,
                 suggestion=f"`{fix.edits[0].replacement}`" if fix else "the tensor's `.stride(i)`",
             )

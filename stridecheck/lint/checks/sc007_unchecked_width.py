@@ -1,6 +1,8 @@
 """SC007 unchecked-width: a kernel stores through a pointer under a mask bounded by a size taken, at
 the launch, from a different tensor, and the launcher neither checks the written tensor's extent
-against it, nor allocated the written tensor, nor is wrapped by ``@stride_guard``. A mask bound
+against it, nor allocated the written tensor, nor is wrapped by ``@stride_guard``. Default tier
+when the written tensor comes unchecked from an entry point of the package's users or is a view
+made on the way (:mod:`stridecheck.lint.provenance`); preview otherwise. A mask bound
 counts only when the index it bounds reaches the stored address (not a read index, not a slot
 loaded at it) in a term that no bound by the written tensor's own extent holds. Reported at the
 line where the launch begins, once per launch."""
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.model import OriginKind, ParamKind
+from stridecheck.lint.provenance import width_of
 
 
 def _fam(o):
@@ -48,8 +51,14 @@ def check(tree, options):
         if hit is None:
             continue
         written, o, size, acc = hit
+        # Where the written tensor comes from decides the tier: handed in unchecked by an entry
+        # point of the package's users, or allocated by a caller from other extents, is the
+        # default's; allocated by every caller from the bound's tensor, or of an origin the
+        # analysis does not follow (a helper's return, callers out of sight), preview.
+        layout = width_of(written, o, bl, tree)
         yield make_finding(
             "SC007", bl.module.path, bl.launch.span, group=f"{bl.launch.launcher}:{bl.kernel.name}:{acc.pointer}",
+            preview=not layout.default_tier, evidence=f" ({layout.why})" if layout.why else "",
             kernel=bl.kernel.name, pointer=acc.pointer, tensor=written.text, size=size,
             source=o.text if o.text != size else (f"{o.tensor}.shape[{o.dim}]" if o.dim is not None else f"{o.tensor}.shape[...]"),
             other=o.tensor,
