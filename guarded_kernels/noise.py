@@ -35,8 +35,8 @@ give the same noise whatever the batch composition, the launch grid or the block
    bins, the correlation of adjacent tokens, and the joint distribution of the top and of the
    bottom 4 bits of tokens 1 to 4,096 apart (which the token product alone, without fmix32,
    fails at p = 0); the GPU chi-squares of 4.2 M draws (``test_gpu_distribution.py``) check the
-   draws themselves. Cheaper non-bijective mixers were measured and rejected (the measurements:
-   ``git log -p -- benchmarks/NOTES.md``).
+   draws themselves. Cheaper mixers that are not bijections lose the exact 2**-32 argument above,
+   which is why none is used.
 3. *Exponential variate*: ``h`` is read as the uniform ``v = (h + 1/2) / 2**32`` in ``(0, 1)`` and
    turned into ``E = -ln(1 - v)``, an Exp(1) variate; the Gumbel noise is ``-ln E``. The sampler
    compares ``logit / T - ln E`` (Gumbel-max: Gumbel, *Statistical theory of extreme values*,

@@ -39,7 +39,7 @@ followed by a resample launch reads the rejected row twice. The in-house precede
 :mod:`guarded_kernels.resample`'s one launch (its ``exchange_config``): against its own two launches
 on an H200 it measured 2-27% faster from 64 to 512 requests at V >= 151,936, and 3-23% slower at
 V = 32,000 below 256 requests in float32 and at all sizes in 16 bits, where a request's few programs
-each chain a short pass (benchmarks/NOTES.md, version 20); here the one launch also saves the
+each chain a short pass; here the one launch also saves the
 verification launch and its round trip, so it is used at every size on a GPU, with more programs per
 request at small batches (:func:`launch_config`). Units of a fixed width make the result independent
 of the split: each unit's pair is computed by the same code whichever program owns it, and the merge
@@ -85,7 +85,7 @@ _LSE_FLOOR = tl.constexpr(-3.4028234663852886e38)
 # The greedy key of a NaN: above every number's ordered key (torch.argmax ranks NaN first).
 _NAN_KEY = tl.constexpr(2147483647)
 # A request's counter: one 128-byte line each (int32 words), so that the requests' atomics do not
-# queue on one L2 line (benchmarks/NOTES.md, version 7).
+# queue on one L2 line.
 _DONE_STRIDE = tl.constexpr(32)
 
 
@@ -640,7 +640,7 @@ def launch_config(num_reqs: int, vocab_size: int, dtype: torch.dtype, device: to
     request as fill about four per multiprocessor (a small batch is latency-bound: more programs,
     shorter chains), but chunks of at most 8,192 columns (float32) or 16,384 (16-bit), the widths
     of :mod:`guarded_kernels.resample`'s one launch, whose re-read of a chunk is mostly served from
-    L2 (benchmarks/NOTES.md, version 20). At most one program per multiprocessor and request (the
+    L2. At most one program per multiprocessor and request (the
     exchange needs a request's programs resident at once). In the CPU interpreter one program per
     request walks the row in blocks of 256."""
     if device.type != "cuda":
@@ -666,7 +666,7 @@ def use_pdl(num_reqs: int, device: torch.device) -> bool:
     Synchronization") on NVIDIA compute capability >= 9.0: the launch overlaps the end of the
     previous kernel in the stream, and the kernel waits for it (``griddepcontrol.wait``) before
     its first load and its first atomic. :func:`guarded_kernels.gumbel_sample` measured it level
-    or faster below 64 rows (benchmarks/NOTES.md, version 15), where the launch is most of a call;
+    or faster below 64 rows (``benchmarks/sampling.py``), where the launch is most of a call;
     here it is on at every batch size (the wait costs nothing once the previous grid is done),
     which also keeps one compiled kernel per shape instead of two. Benchmarks may replace it."""
     if device.type != "cuda" or interpreting():
