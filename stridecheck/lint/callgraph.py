@@ -364,8 +364,17 @@ def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
         autograd = bool(cls) and fn.name in ("forward", "backward") and any("Function" in b for b in bases)
         out[qual] = FunctionInfo(qual, tuple(params), public_entry(fn.name, cls, bases, names),
                                  tuple(sorted(_contiguous_at_entry(fn, params))), "stride_guard" in names, fn.lineno,
-                                 autograd, any(d in _REGISTERS for d in names), _alternative_of(fn))
+                                 autograd, any(d in _REGISTERS for d in names), _alternative_of(fn),
+                                 _none_defaults(fn))
     return out
+
+
+def _none_defaults(fn) -> tuple[str, ...]:
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    return tuple(p.arg for p, d in pairs if isinstance(d, ast.Constant) and d.value is None)
 
 
 def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: frozenset | None = None,

@@ -376,6 +376,7 @@ class FunctionInfo:
     autograd: bool = False  # `forward`/`backward` of an autograd Function: it runs in training
     registered: bool = False  # registered as an operator (`@torch.library.custom_op`, `@triton_op`, ...)
     alternative_of: str = ""  # `@register(entry, backend=...)`: another body of `entry`, reached through its calls
+    defaulted: tuple[str, ...] = ()  # parameters whose default is None (an optional tensor)
 
 
 # ----------------------------------------------------------------------------- module

@@ -27,10 +27,11 @@ import re
 from dataclasses import dataclass
 
 from stridecheck.lint.callgraph import MODULE_CALLER
-from stridecheck.lint.model import ArgOrigin, OriginKind
+from stridecheck.lint.model import ArgFact, ArgOrigin, OriginKind
 
 PACKED, LIVE, LATENT, UNKNOWN = "packed", "live", "latent", "unknown"
 MAX_DEPTH = 3
+OMITTED = ArgFact("omitted")  # a call leaves the parameter to its default
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +173,9 @@ def _width_fact(tree, model, site, fact, src, depth, seen) -> Layout:
     where = _site(site)
     if fact is None:
         return Layout(UNKNOWN, f"{where} passes it through `*args`")
+    if fact is OMITTED:
+        # The default (None, as a rule) is the path on which the launcher allocates it itself.
+        return Layout(PACKED, f"{where} leaves it to its default")
     names = {n.split(".")[0] for n in ((src.name or "", src.text) if src is not None else ()) if n}
     if fact.sized_from is not None:
         if not names or names & set(fact.sized_from):
@@ -201,14 +205,17 @@ def width_of(o: ArgOrigin | None, source: ArgOrigin | None, bl, tree=None) -> La
     qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
     if o is None or o.kind is not OriginKind.TENSOR:
         return Layout(UNKNOWN)
-    if o.param is not None and qual and qual in bl.module.functions:
+    # A parameter, unchanged or on one path (`out = torch.empty(...) if out is None else out`):
+    # the other paths allocate, so what the callers pass decides.
+    param = o.param if o.param is not None else (o.tensor if o.tensor in launch.params else None)
+    if param is not None and qual and qual in bl.module.functions:
         src = source.tensor if source is not None and source.tensor in launch.params else None
-        return caller_width(tree, bl.module, qual, o.param, src)
+        return caller_width(tree, bl.module, qual, param, src)
     if o.tensor and o.tensor.startswith("self."):
         return layout_of(o, bl, tree)
     if o.opaque or o.alloc_call:
         return Layout(UNKNOWN, f"`{o.text}` comes from a call the analysis does not follow")
-    return Layout(LATENT, f"nothing in {where} settles the extent of `{o.text}`")
+    return Layout(UNKNOWN, f"nothing in {where} shows where `{o.text}` comes from")
 
 
 def _short(path: str) -> str:
@@ -229,6 +236,8 @@ def _bound(site, info, param):
         i = params.index(param)
         if i < len(site.args):
             return site.args[i]
+        if not site.star and param in info.defaulted:
+            return OMITTED
     return None
 
 
@@ -236,6 +245,8 @@ def _fact_layout(tree, model, site, fact, depth, seen) -> Layout:
     where = _site(site)
     if fact is None:
         return Layout(UNKNOWN, f"{where} passes it through `*args`")
+    if fact is OMITTED:
+        return Layout(UNKNOWN, f"{where} leaves it to its default")
     if fact.kind == "packed":
         return Layout(PACKED, f"{where} passes a contiguous tensor")
     if fact.kind == "strided":

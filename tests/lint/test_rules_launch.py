@@ -725,9 +725,24 @@ def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
     ],
 )
 def test_sc007_tier_follows_how_the_callers_size_the_written_tensor(tmp_path, caller, tier):
-    launcher = _copy_launcher("pass").replace("def copy_into(", "def _copy_into(").replace(
-        "_copy_kernel[(n_rows,)](", "_copy_kernel[(n_rows,)](")
+    launcher = _copy_launcher("pass").replace("def copy_into(", "def _copy_into(")
     user = f"\n\ndef step(logits, other):\n    {caller}\n    _copy_into(cache, logits)\n    return cache\n"
+    found = [f for f in lint_tree(tmp_path, {"m.py": launcher + user}, preview=True) if f.code == "SC007"]
+    assert len(found) == 1, found
+    assert found[0].preview == (tier == "preview"), found[0].message
+
+
+@pytest.mark.parametrize(
+    "call, tier",
+    [
+        ("_copy_into(logits)", "preview"),  # every caller leaves `cache` to None: the launcher allocates it
+        ("_copy_into(logits, cache=torch.zeros(4, 301))", "default"),  # a caller's own width
+    ],
+)
+def test_sc007_an_optional_output_that_callers_leave_to_its_default(tmp_path, call, tier):
+    launcher = _copy_launcher("PRELUDE").replace("PRELUDE", "if cache is None:\n        cache = torch.empty_like(logits)")
+    launcher = launcher.replace("def copy_into(cache, logits):", "def _copy_into(logits, cache=None):")
+    user = f"\n\ndef step(logits):\n    return {call}\n"
     found = [f for f in lint_tree(tmp_path, {"m.py": launcher + user}, preview=True) if f.code == "SC007"]
     assert len(found) == 1, found
     assert found[0].preview == (tier == "preview"), found[0].message
