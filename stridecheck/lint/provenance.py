@@ -134,9 +134,9 @@ def _entry_layout(tree, model, info, param: str) -> Layout:
 def caller_width(tree, model, qualname: str, param: str, source: str | None, depth: int = 0, seen=None) -> Layout:
     """Whether the callers of ``qualname`` settle how wide parameter ``param`` is against the
     extents of parameter ``source`` (the tensor a store's bound is taken from; None when that is
-    not a parameter): ``packed`` when every caller allocates it from ``source``'s extents (or from
-    extents the analysis cannot place) or a decorator guards it; ``latent`` when a caller allocates
-    it from other extents, or it comes unchecked from an entry point; ``unknown`` as in
+    not a parameter): ``packed`` when every caller allocates it from tensors' extents (``source``'s
+    or others') or a decorator guards it; ``latent`` when a caller allocates it from constants or
+    names no tensor's extent reaches, or it comes unchecked from an entry point; ``unknown`` as in
     :func:`caller_layout`. Contiguity says nothing of width, so a caller's ``.contiguous()`` is
     followed to what it copies."""
     info = model.functions.get(qualname)
@@ -178,12 +178,15 @@ def _width_fact(tree, model, site, fact, src, depth, seen) -> Layout:
         return Layout(PACKED, f"{where} leaves it to its default")
     names = {n.split(".")[0] for n in ((src.name or "", src.text) if src is not None else ()) if n}
     if fact.sized_from is not None:
-        if not names or names & set(fact.sized_from):
+        # Sized from tensors' extents (the bound's own, or another's that the caller's code ties
+        # to it, such as `k`'s heads for `q`'s), the width is the caller's contract; from
+        # constants or names nothing ties to a tensor, it is exactly what no one checks.
+        if not names or fact.sized_from:
             return Layout(PACKED, f"{where} allocates it")
         shown = fact.text if len(fact.text) <= 60 else fact.text[:57] + "..."
         return Layout(LATENT, f"{where} allocates it as `{shown}`, not from the extents of `{sorted(names)[0]}`")
     if fact.kind == "strided":
-        return Layout(LIVE, f"{where} passes a view{' `' + fact.text + '`' if fact.text else ''}")
+        return Layout(UNKNOWN, f"{where} passes a view of a tensor whose extent nothing shows")
     if fact.kind in ("param", "like", "packed") and fact.name:
         nxt = src.name if src is not None and src.kind == "param" else None
         return caller_width(tree, model, site.caller, fact.name, nxt, depth + 1, seen)

@@ -715,13 +715,14 @@ def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
         ("cache = torch.empty_like(logits)", "preview"),
         ("n, v = logits.shape\n    cache = torch.zeros(n, v)", "preview"),
         ("cache = logits.new_empty(logits.size(0), logits.size(1))", "preview"),
-        # from other extents: whether it is wide enough is exactly what the launcher never checks
+        # from another tensor's extents: the caller ties the two, the width is its contract
+        ("cache = torch.zeros(4, other.shape[1])", "preview"),
+        # from constants: whether it is wide enough is exactly what the launcher never checks
         ("cache = torch.zeros(4, 301)", "default"),
-        ("cache = torch.zeros(4, other.shape[1])", "default"),
         # a caller that makes a copy passes on its own argument's width
         ("cache = other.contiguous()", "default"),
-        # a narrower view of its own argument
-        ("cache = other[:, :8]", "default"),
+        # a view of its own argument: how wide that is, nothing in view shows
+        ("cache = other[:, :8]", "preview"),
     ],
 )
 def test_sc007_tier_follows_how_the_callers_size_the_written_tensor(tmp_path, caller, tier):
