@@ -9,6 +9,8 @@ for a judge to fill in the verdict and its reason.
     python scripts/precision_sample.py /tmp/corpus --seed 2026 --per-rule 25 > sample.md
     python scripts/precision_sample.py /tmp/corpus --under vllm-0.33.0 --per-rule 0 > vllm.md
 
+A finding's place in the draw is a hash of the seed and its location, so after a rule change the
+findings still reported keep their places and only those that enter the sample need judging.
 ``--per-rule 0`` keeps every finding. ``--findings F.json`` reads a lint run saved before (the
 JSON output of the same command) instead of linting again.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
+import hashlib
 import subprocess
 import sys
 from collections import Counter
@@ -33,16 +35,22 @@ def lint(corpus: str) -> list[dict]:
     return json.loads(run.stdout)
 
 
+def rank(f: dict, seed: int) -> str:
+    """A finding's place in the draw: a hash of the seed and where the finding is. A rule change
+    that removes or adds findings leaves the others' places as they were, so a judged sample
+    stays judged and only what enters it needs reading."""
+    return hashlib.sha256(f"{seed}:{f['code']}:{f['path']}:{f['line']}:{f['column']}".encode()).hexdigest()
+
+
 def draw(findings: list[dict], rules, per_rule: int, seed: int, under: str | None = None) -> dict[str, list[dict]]:
-    """The sample per rule: the rule's findings in a fixed order (path, line, column), shuffled by
-    ``random.Random(seed)``, the first ``per_rule`` kept (all when ``per_rule`` is 0)."""
+    """The sample per rule: the rule's findings ordered by :func:`rank`, the first ``per_rule``
+    kept (all when ``per_rule`` is 0)."""
     out = {}
     for code in rules:
         mine = sorted(
             (f for f in findings if f["code"] == code and (under is None or f["path"].startswith(under))),
-            key=lambda f: (f["path"], f["line"], f["column"]),
+            key=lambda f: rank(f, seed),
         )
-        random.Random(f"{seed}:{code}").shuffle(mine)
         out[code] = mine if per_rule == 0 else mine[:per_rule]
     return out
 

@@ -31,6 +31,14 @@ def test_the_sample_does_not_depend_on_the_listing_order():
     assert other["SC001"] != da["SC001"]  # another seed, another sample
 
 
+def test_a_finding_that_goes_away_leaves_the_rest_of_the_sample_in_place():
+    a = _findings()
+    before = precision_sample.draw(a, ("SC001",), 5, seed=2026)["SC001"]
+    gone = before[2]
+    after = precision_sample.draw([f for f in a if f is not gone], ("SC001",), 5, seed=2026)["SC001"]
+    assert [f for f in before if f is not gone] == after[:4] and after[4] not in before
+
+
 def test_every_finding_and_a_release_folder(tmp_path, capsys):
     saved = tmp_path / "run.json"
     rows = _findings() + [{**_findings()[0], "severity": "info", "line": 999}]  # a preview finding
