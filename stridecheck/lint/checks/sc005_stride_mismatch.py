@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import judged_kernels
+from stridecheck.lint.checks._launch_common import shares_stride
 from stridecheck.lint.provenance import layout_of
 from stridecheck.lint.fixes import swap_fix
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
@@ -166,9 +167,9 @@ def _share(so, po, bl) -> bool:
         return True
     if po.like_of == so.tensor or so.like_of == po.tensor:
         return True
-    if so.tensor in po.same_strides or po.tensor in so.same_strides:
-        return True
     other = _tensor_arg(bl, so.tensor)
+    if shares_stride(po, so, other):
+        return True
     return bool(po.contiguous and (so.contiguous or (other is not None and other.contiguous)))
 
 
@@ -196,6 +197,8 @@ def _at_launch(tree, reported):
                 if t.like_of == o.tensor or o.like_of == t.tensor:
                     # `out = torch.empty_like(x)` keeps x's strides (x dense): sharing them is the intent.
                     continue
+                if shares_stride(t, o, _tensor_arg(bl, o.tensor)):
+                    continue  # `assert t.stride() == x.stride()`: a check shows the strides equal
                 yield from _emit(bl, o, name, reported, fix=None, template="launch_foreign",
                                  arg=o.text, tensor=o.tensor, stride=name, pointer=pointer, receives=t.text)
                 continue
