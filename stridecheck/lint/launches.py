@@ -88,6 +88,11 @@ _FRESH_CONTIGUOUS = frozenset(
     }
 )
 # Allocations that keep the layout of their source by default (memory_format=torch.preserve_format).
+# Allocations given their strides: `torch.empty_strided(size, stride)`, Inductor's `empty_strided_cuda`.
+_STRIDED_ALLOC = frozenset({"empty_strided", "empty_strided_cuda", "empty_strided_cpu", "empty_strided_xpu"})
+# Allocations whose positional arguments (or one tuple of them) are the size.
+_SIZED_ALLOC = frozenset({"empty", "zeros", "ones", "rand", "randn", "full", "new_empty", "new_zeros", "new_ones",
+                          "new_full"})
 _LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"})
 # Views and conversions that are contiguous when their source is (a reshape of a packed tensor is packed).
 _KEEPS_CONTIGUITY = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "to",
@@ -190,6 +195,14 @@ class _State:
         self.seq_paths.pop(name, None)
         self.units.pop(name, None)
         self.known.pop(name, None)
+        # A fixed stride whose value names `name` (`stride:name:0`, `shape:name:1`) spoke of the old value.
+        for t, pairs in list(self.known.items()):
+            if pairs != _ALL_DIMS and any(_key_mentions(k, name) for _, k in pairs):
+                self.known[t] = frozenset(p for p in pairs if not _key_mentions(p[1], name))
+        for t, facts in list(self.tensors.items()):
+            if facts.strides and any(_key_mentions(k, name) for _, k in facts.strides):
+                self.tensors[t] = replace(facts, strides=frozenset(p for p in facts.strides
+                                                                   if not _key_mentions(p[1], name)))
         if self.same:
             self.same.pop(name, None)
             for other, pairs in list(self.same.items()):
@@ -1387,6 +1400,30 @@ class _Collector:
                 first = _first_arg(call)
                 self.assume(first, state, truth=True)
                 self.record_checks(first, state)
+            elif (dotted(call.func) or "").split(".")[-1] == "assert_size_stride" and len(call.args) == 3:
+                self.assert_size_stride(*call.args, state)
+
+    def assert_size_stride(self, tensor, size, stride, state: _State) -> None:
+        """Inductor's ``assert_size_stride(t, size, stride)``: ``t.shape == size`` (each dimension
+        checked against its element) and ``t.stride() == stride``; packed strides make t contiguous."""
+        name = self.tensor_name(tensor)
+        if name is None:
+            return
+        shape = ast.copy_location(ast.Attribute(value=tensor, attr="shape", ctx=ast.Load()), tensor)
+        test = ast.copy_location(ast.Compare(left=shape, ops=[ast.Eq()], comparators=[size]), size)
+        ast.fix_missing_locations(test)
+        self.record_checks(test, state)
+        strides, packed = self.fixed_strides(size, stride, state)
+        for d, k in strides:
+            _add_known(state, name, d, k)
+        for d, k in strides:
+            if k == "1":
+                got = state.units.get(name, frozenset())
+                if got != _ALL_DIMS:
+                    state.units[name] = got | {d}
+        if packed:
+            old = state.tensors.get(name, _Tensor(family=name))
+            state.tensors[name] = replace(old, contiguous=True)
 
     def record_call(self, call: ast.Call, state: _State) -> None:
         """Facts of the tensors a module function is called with; ``ctx.save_for_backward(...)``."""
@@ -1460,6 +1497,9 @@ class _Collector:
             # takes nothing away from what the allocating arm establishes.
             facts = _Tensor(contiguous=True, fresh=True, family=name)
         if facts is not None:
+            if facts.strides and any(_key_mentions(k, name) for _, k in facts.strides):
+                # `b = torch.empty(b.shape[1], k).T`: the old `b`'s extent, not the new one's
+                facts = replace(facts, strides=frozenset(p for p in facts.strides if not _key_mentions(p[1], name)))
             state.tensors[name] = facts
             if facts.fresh:
                 state.vetted[name] = _ANY
@@ -1611,8 +1651,13 @@ class _Collector:
                                    inner=inner and strided_subscript(elements))
         if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
             base = self.tensor_name(node.value)
+            # `torch.empty(n, k).T`, `w.T` of such a `w`: strides known (1, k). Not `fresh`: rules
+            # read that as packed.
+            strides = self.transposed_strides(node.value, (), state) if node.attr in ("T", "mT") else frozenset()
             if base is not None:
-                return _Tensor(family=self.family(base, state), view=True, inner=True)
+                return _Tensor(family=self.family(base, state), view=True, inner=True, strides=strides)
+            if strides:
+                return _Tensor(view=True, inner=True, strides=strides)
         if isinstance(node, ast.IfExp):
             # `x if x.is_contiguous() else x.contiguous()`
             body_state = state.copy()
@@ -1643,9 +1688,14 @@ class _Collector:
         m = _method(node)
         fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
         if last in _FRESH_CONTIGUOUS and (m is None or last.startswith("new_") or _is_torch(fname)):
-            return _Tensor(contiguous=fmt is not False, fresh=True)
-        if last == "empty_strided":
-            return _Tensor(fresh=True)
+            strides = self.allocated_strides(node, last, state) if fmt is not False else frozenset()
+            return _Tensor(contiguous=fmt is not False, fresh=True, strides=strides)
+        if last in _STRIDED_ALLOC:
+            # `torch.empty_strided(size, stride)`, Inductor's `empty_strided_cuda(size, stride, dtype)`
+            size = node.args[0] if node.args else _kwarg(node, "size")
+            stride = node.args[1] if len(node.args) > 1 else _kwarg(node, "stride")
+            strides, packed = self.fixed_strides(size, stride, state)
+            return _Tensor(contiguous=packed, fresh=True, strides=strides)
         if last in _LIKE or (last == "clone" and m is not None):
             src_node = m[0] if last == "clone" else (_first_arg(node) if _nargs(node) else None)
             src = self.tensor_name(src_node) if src_node is not None else None
@@ -1664,9 +1714,84 @@ class _Collector:
             if meth in _KEEPS_CONTIGUITY:
                 return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam)
             if meth in _VIEWS:
-                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS,
+                strides = frozenset()
+                if meth == "as_strided" and len(node.args) >= 2:
+                    strides, _ = self.fixed_strides(node.args[0], node.args[1], state)
+                elif meth in ("t", "transpose"):
+                    strides = self.transposed_strides(base, node.args if meth == "transpose" else (), state)
+                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS, strides=strides,
                                inner=meth in ("t", "transpose", "permute", "movedim", "mT", "T"))
         return None
+
+    def fixed_strides(self, size, stride, state: _State) -> tuple[frozenset, bool]:
+        """What ``stride`` (a tuple written out) fixes of a tensor of ``size``: (dimension, value
+        key) pairs, each dimension also counted from the end where the rank is known, and whether
+        they are the packed strides of ``size`` (each the product of the sizes after it)."""
+        if not isinstance(stride, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in stride.elts):
+            return frozenset(), False
+        keys = [value_key(self.origin(e, state)) for e in stride.elts]
+        n = len(keys)
+        fixed = frozenset((d, k) for i, k in enumerate(keys) if k is not None for d in (i, i - n))
+        packed = self.packed_strides(size, state)
+        return fixed, packed is not None and len(packed) == n and all(
+            k is not None and k == p for k, p in zip(keys, packed))
+
+    def packed_strides(self, size, state: _State) -> list | None:
+        """The value keys of the packed strides of a tensor of ``size`` (a tuple written out), or None."""
+        if not isinstance(size, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in size.elts):
+            return None
+        sizes = [value_key(self.origin(e, state)) for e in size.elts]
+        out = []
+        for i in range(len(sizes)):
+            after = sizes[i + 1:]
+            if any(k is None for k in after):
+                out.append(None)
+                continue
+            flat = sorted(x for k in after for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
+            out.append("prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1"))
+        return out
+
+    def transposed_strides(self, base, dims, state: _State) -> frozenset:
+        """Strides of a transpose (``.t()``, ``.T``, ``.transpose(a, b)``) of a tensor whose every
+        stride the launcher knows (``torch.empty(n, k).T``, ``w = torch.empty(n, k)`` ... ``w.T``):
+        its strides with the two dimensions swapped; empty where the strides or the dimensions
+        are unknown."""
+        facts = self.tensor_facts(base, state)
+        if facts is None or not facts.strides:
+            return frozenset()
+        written = {d for d, _ in facts.strides}
+        n = max(written) + 1
+        if min(written) != -n or len(written) != 2 * n or len(facts.strides) != 2 * n:
+            return frozenset()  # not every dimension known, once
+        packed = dict((d, k) for d, k in facts.strides if d >= 0)
+        if dims:
+            a, b = (_int_literal(d) for d in dims[:2]) if len(dims) == 2 else (None, None)
+            if a is None or b is None or not -n <= a < n or not -n <= b < n:
+                return frozenset()
+            a, b = a % n, b % n
+        elif n == 2:
+            a, b = 0, 1
+        else:
+            return frozenset()
+        packed[a], packed[b] = packed[b], packed[a]
+        return frozenset((d, k) for i, k in packed.items() for d in (i, i - n))
+
+    def allocated_strides(self, call: ast.Call, fname: str, state: _State) -> frozenset:
+        """The packed strides of ``torch.empty(n, k)``, ``x.new_zeros((n, k))``, ... where the size is
+        written out: (dimension, value key), each dimension counted both ways."""
+        if fname not in _SIZED_ALLOC:
+            return frozenset()
+        args = list(call.args)
+        if not args or any(isinstance(a, ast.Starred) for a in args):
+            return frozenset()
+        if fname in ("full", "new_full"):
+            args = args[:1]
+        size = args[0] if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)) else ast.Tuple(elts=args)
+        packed = self.packed_strides(size, state)
+        if not packed or any(k is None for k in packed):
+            return frozenset()
+        n = len(packed)
+        return frozenset((d, k) for i, k in enumerate(packed) for d in (i, i - n))
 
     def origin(self, node, state: _State) -> ArgOrigin:
         """What one expression is, as far as the launcher shows (span/text filled by the caller)."""
@@ -2124,6 +2249,14 @@ def _fails(body) -> bool:
         return True
     return isinstance(stmt, ast.Return) and (stmt.value is None or (
         isinstance(stmt.value, ast.Constant) and stmt.value.value in (None, False)))
+
+
+def _key_mentions(key: str, name: str) -> bool:
+    """Whether value key ``key`` (see ``model.value_key``) speaks of variable ``name``."""
+    if name not in key:
+        return False
+    parts = key[5:].split("*") if key.startswith("prod:") else [key]
+    return any(len(f := part.split(":")) >= 2 and f[1] == name for part in parts)
 
 
 def _add_known(state: _State, tensor: str, dim: int, key: str) -> None:

@@ -94,3 +94,155 @@ def test_stride_check_at_the_launch(tmp_path, check, stays):
     src = KV_LAUNCH.replace("{check}", check)
     launch = next(i for i, line in enumerate(src.splitlines(), 1) if "_kv_kernel[" in line)
     assert _sc005(tmp_path, src) == ([(launch, "SC005")] if stays else [])
+
+
+# ----------------------------------------------------------------------------- SC003: a size step
+# that a check or allocation shows to be the tensor's stride
+
+ROWS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rows_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def rows(x, out):
+{pre}
+    _rows_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=128)
+    return out
+'''
+
+
+def _codes(tmp_path, src, code):
+    return [(f.span.line, f.code) for f in lint_tree(tmp_path, {"m.py": src}, preview=True) if f.code == code]
+
+
+@pytest.mark.parametrize("pre", [
+    "    assert x.stride(0) == x.shape[1]",
+    "    n = x.shape[1]\n    if x.stride(0) != n:\n        raise ValueError('rows must be packed')",
+    "    assert_size_stride(x, (x.shape[0], x.shape[1]), (x.shape[1], 1))",
+    "    x = torch.empty_strided((x.shape[0], x.shape[1]), (x.shape[1], 1), device=x.device)",
+], ids=["assert", "if-raise", "assert-size-stride", "empty-strided-packed"])
+def test_known_stride_silences_sc003(tmp_path, pre):
+    assert _codes(tmp_path, ROWS.replace("{pre}", pre), "SC003") == []
+
+
+@pytest.mark.parametrize("pre", [
+    "    pass",
+    "    assert x.stride(0) == x.shape[0]",  # another value
+    "    assert x.stride(-1) == x.shape[1]",  # the innermost stride, which the unit step takes for 1
+    # strides of its own, not the size the kernel steps by: a live bug, now shown (was taken as packed)
+    "    x = torch.empty_strided((x.shape[0], x.shape[1]), (x.shape[1] + 8, 1), device=x.device)",
+], ids=["none", "other-value", "innermost", "empty-strided-padded"])
+def test_near_miss_keeps_sc003(tmp_path, pre):
+    assert _codes(tmp_path, ROWS.replace("{pre}", pre), "SC003") == [(12, "SC003")]
+
+
+# ----------------------------------------------------------------------------- SC004: a size passed
+# for a stride that a check or allocation fixes to that size
+
+MM = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mm_kernel(a_ptr, b_ptr, c_ptr, K, N, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+               BLOCK: tl.constexpr):
+    m = tl.program_id(0)
+    k = tl.arange(0, BLOCK)
+    n = tl.program_id(1)
+    a = tl.load(a_ptr + m * stride_am + k * stride_ak, mask=k < K)
+    b = tl.load(b_ptr + k * stride_bk + n * stride_bn, mask=k < K)
+    tl.store(c_ptr + m * stride_cm + n, tl.sum(a * b, axis=0))
+
+
+def mm(a, b, c):
+{pre}
+    M, K = a.shape
+    N = b.shape[1]
+    _mm_kernel[(M, N)](a, b, c, K, N, a.stride(0), a.stride(1), {bk}, b.stride(1), c.stride(0), BLOCK=64)
+    return c
+'''
+
+
+@pytest.mark.parametrize("pre,bk", [
+    ("    assert b.stride(0) == b.shape[1]", "b.shape[1]"),
+    ("    assert_size_stride(b, (a.shape[1], b.shape[1]), (b.shape[1], 1))", "b.shape[1]"),
+    # a transposed allocation: strides (1, K); the literal 1 is stride_bk's
+    ("    b = torch.empty(b.shape[1], a.shape[1]).T", "1"),
+    ("    bt = torch.empty(b.shape[1], a.shape[1])\n    b = bt.T", "1"),
+    ("    b = torch.empty((b.shape[1], a.shape[1])).transpose(0, 1)", "1"),
+], ids=["assert", "assert-size-stride", "T-of-allocation", "T-of-named-allocation", "transpose-of-allocation"])
+def test_known_stride_silences_sc004(tmp_path, pre, bk):
+    assert _codes(tmp_path, MM.replace("{pre}", pre).replace("{bk}", bk), "SC004") == []
+
+
+@pytest.mark.parametrize("pre,bk", [
+    ("    pass", "b.shape[1]"),
+    ("    assert b.stride(1) == b.shape[1]", "b.shape[1]"),  # another dimension, passed as b.stride(1)
+    ("    b = torch.empty(b.shape[1], a.shape[1]).T", "b.shape[1]"),  # stride_bk of the transpose is 1
+    ("    b = torch.empty(b.shape[1], a.shape[1]).T", "a.shape[1]"),  # that is stride 1, passed already
+], ids=["none", "other-dim", "T-wrong-value", "T-value-of-the-other-dim"])
+def test_near_miss_keeps_sc004(tmp_path, pre, bk):
+    src = MM.replace("{pre}", pre).replace("{bk}", bk)
+    launch = next(i for i, line in enumerate(src.splitlines(), 1) if "_mm_kernel[" in line)
+    assert _codes(tmp_path, src, "SC004") == [(launch, "SC004")]
+
+
+# ----------------------------------------------------------------------------- SC002: an unused
+# stride that a check fixes
+
+SCALE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(out_ptr, x_ptr, y_ptr, stride_xm, stride_xn, stride_ym, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_ym + cols, mask=mask)
+    y = tl.load(y_ptr + row * stride_ym + cols, mask=mask)
+    tl.store(out_ptr + row * n_cols + cols, x * y, mask=mask)
+
+
+def scale(x, y):
+    out = torch.empty(x.shape, device=x.device)
+{pre}
+    _scale_kernel[(x.shape[0],)](out, x, y, x.stride(0), x.stride(1), y.stride(0), x.shape[1], BLOCK=128)
+    return out
+'''
+
+
+def _sc002(tmp_path, pre):
+    from tests.lint.test_rules_launch import OPTS, analysis, module_name
+
+    path = tmp_path / "s.py"
+    path.write_text(SCALE.replace("{pre}", pre))
+    model = analysis.build_module_model(path.read_text(), path=str(path), module=module_name(str(path)), options=OPTS)
+    return sorted(f.message.split("`")[1] for f in analysis.check_tree([model], OPTS) if f.code == "SC002")
+
+
+@pytest.mark.parametrize("pre,unused", [
+    ("    pass", ["stride_xm", "stride_xn"]),
+    ("    assert x.stride(1) == 1", ["stride_xm"]),  # the inner stride is fixed; the row stride is not
+    ("    assert x.stride(0) == y.stride(0)", ["stride_xn"]),  # x's row stride is y's, which steps it
+    ("    assert x.stride(0) == y.stride(0) and x.stride(1) == 1", []),
+    ("    assert x.stride() == y.stride()", []),
+    ("    assert_size_stride(x, (x.shape[0], x.shape[1]), (x.shape[1], 1))", []),
+    ("    assert x.stride(1) == 1 or x.shape[1] == 1", ["stride_xm", "stride_xn"]),  # an `or` fixes nothing
+], ids=["none", "unit", "row-equal", "both-dims", "same-strides", "assert-size-stride", "or"])
+def test_fixed_stride_and_sc002(tmp_path, pre, unused):
+    assert _sc002(tmp_path, pre) == unused
