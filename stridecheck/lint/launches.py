@@ -232,6 +232,7 @@ class _State:
                         fresh=a.fresh and b.fresh,
                         family=a.family if a.family == b.family else None,
                         like_of=a.like_of if a.like_of == b.like_of else None,
+                        strides=a.strides & b.strides,
                     )
             for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS)):
                 mine, theirs = getattr(out, attr), getattr(s, attr)

@@ -246,3 +246,18 @@ def _sc002(tmp_path, pre):
 ], ids=["none", "unit", "row-equal", "both-dims", "same-strides", "assert-size-stride", "or"])
 def test_fixed_stride_and_sc002(tmp_path, pre, unused):
     assert _sc002(tmp_path, pre) == unused
+
+
+def test_fixed_stride_holds_only_where_every_branch_fixes_it(tmp_path):
+    """A stride fixed on one branch of an `if` is not fixed after it; fixed on both, it is."""
+    one = "    if x.shape[0] > 1:\n        assert x.stride(0) == x.shape[1]"
+    both = one + "\n    else:\n        assert x.stride(0) == x.shape[1] and x.stride(1) == 1"
+    assert _codes(tmp_path, ROWS.replace("{pre}", one), "SC003") == [(12, "SC003")]
+    assert _codes(tmp_path, ROWS.replace("{pre}", both), "SC003") == []
+
+
+def test_a_fact_about_a_rebound_name_is_dropped(tmp_path):
+    """`x = torch.empty_strided((m, x.shape[1] // 2), (x.shape[1], 1))` fixes the row stride to the
+    old x's width; the launch's `x.shape[1]` is the new x's, half of it: a live bug, reported."""
+    pre = "    x = torch.empty_strided((x.shape[0], x.shape[1] // 2), (x.shape[1], 1))"
+    assert _codes(tmp_path, ROWS.replace("{pre}", pre), "SC003") == [(12, "SC003")]
