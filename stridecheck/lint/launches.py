@@ -72,7 +72,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from stridecheck.lint.callgraph import public_entry, strided_subscript
-from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck
+from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck, value_key
 
 __all__ = ["LaunchInfo", "collect", "dotted"]
 
@@ -88,6 +88,11 @@ _FRESH_CONTIGUOUS = frozenset(
     }
 )
 # Allocations that keep the layout of their source by default (memory_format=torch.preserve_format).
+# Allocations given their strides: `torch.empty_strided(size, stride)`, Inductor's `empty_strided_cuda`.
+_STRIDED_ALLOC = frozenset({"empty_strided", "empty_strided_cuda", "empty_strided_cpu", "empty_strided_xpu"})
+# Allocations whose positional arguments (or one tuple of them) are the size.
+_SIZED_ALLOC = frozenset({"empty", "zeros", "ones", "rand", "randn", "full", "new_empty", "new_zeros", "new_ones",
+                          "new_full"})
 _LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"})
 # Views and conversions that are contiguous when their source is (a reshape of a packed tensor is packed).
 _KEEPS_CONTIGUITY = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "view_as", "to",
@@ -126,6 +131,7 @@ class _Tensor:
     view: bool = False  # a slice, transpose, permute, expand... made in the launcher: strided for sure
     inner: bool = False  # ... whose innermost stride is not 1 (`x.t()`, `x.unbind(-1)`, `x[..., 0]`)
     dtype: str | None = None  # "int64", "int32", ... when the allocation or a conversion shows it
+    strides: frozenset = frozenset()  # (dim, value key) the allocation fixes (`empty_strided(s, (1, k))`)
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
@@ -140,7 +146,8 @@ def _intersect(a: frozenset, b: frozenset, top: frozenset) -> frozenset:
 class _State:
     """Facts known at one point of a launcher."""
 
-    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units", "rebound")
+    __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units", "rebound",
+                 "known", "same")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -156,6 +163,12 @@ class _State:
         # tensor -> the dimensions whose stride a check pins to 1 (`_ALL_DIMS` where it is None)
         self.units: dict[str, frozenset] = {}
         self.rebound: frozenset = frozenset()  # names assigned in the function so far
+        # tensor -> (dim as written, value key) pairs: a stride an allocation or a check fixes
+        # (`torch.empty_strided(s, (1, k))`, `assert t.stride(-2) == head_dim`); see `value_key`.
+        self.known: dict[str, frozenset] = {}
+        # tensor -> (other tensor, dim or None for every dim) whose strides a check shows equal
+        # (`assert a.stride() == b.stride()`, `if a.stride(0) != b.stride(0): raise`).
+        self.same: dict[str, frozenset] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -168,6 +181,8 @@ class _State:
         s.seq_paths = dict(self.seq_paths)
         s.units = dict(self.units)
         s.rebound = self.rebound
+        s.known = dict(self.known)
+        s.same = dict(self.same)
         return s
 
     def kill(self, name: str) -> None:
@@ -179,6 +194,21 @@ class _State:
         self.vetted.pop(name, None)
         self.seq_paths.pop(name, None)
         self.units.pop(name, None)
+        self.known.pop(name, None)
+        # A fixed stride whose value names `name` (`stride:name:0`, `shape:name:1`) spoke of the old value.
+        for t, pairs in list(self.known.items()):
+            if pairs != _ALL_DIMS and any(_key_mentions(k, name) for _, k in pairs):
+                self.known[t] = frozenset(p for p in pairs if not _key_mentions(p[1], name))
+        for t, facts in list(self.tensors.items()):
+            if facts.strides and any(_key_mentions(k, name) for _, k in facts.strides):
+                self.tensors[t] = replace(facts, strides=frozenset(p for p in facts.strides
+                                                                   if not _key_mentions(p[1], name)))
+        if self.same:
+            self.same.pop(name, None)
+            for other, pairs in list(self.same.items()):
+                kept = pairs if pairs == _ALL_DIMS else pairs - {name}
+                if kept != pairs:
+                    self.same[other] = kept
 
     @staticmethod
     def meet(states: list["_State"]) -> "_State":
@@ -202,8 +232,9 @@ class _State:
                         fresh=a.fresh and b.fresh,
                         family=a.family if a.family == b.family else None,
                         like_of=a.like_of if a.like_of == b.like_of else None,
+                        strides=a.strides & b.strides,
                     )
-            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS)):
+            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS)):
                 mine, theirs = getattr(out, attr), getattr(s, attr)
                 for key in list(mine):
                     b = theirs.get(key)
@@ -801,6 +832,9 @@ class _Collector:
         self._depth = 0  # functions the current one is nested in
         self._class_bases: tuple[str, ...] = ()
         self._tensor_names: frozenset = frozenset()  # names it uses as tensors
+        self.defs: dict[str, ast.FunctionDef] = {}  # module functions by name
+        self._posts: dict[str, list | None] = {}  # module function -> what it checks before returning a value
+        self._expanding = 0  # predicate functions being read into a test (a bound on their nesting)
 
     # -- spans and text
 
@@ -1059,7 +1093,8 @@ class _Collector:
 
     def assume(self, test, state: _State, truth: bool) -> None:
         """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()``, ``is_strictly_contiguous(t)``
-        and their negations)."""
+        and their negations; ``all(t.is_contiguous() for t in (a, b))``; ``x is None or
+        x.is_contiguous()``; a predicate function of the module, by the checks it makes)."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             self.assume(test.operand, state, not truth)
             return
@@ -1067,29 +1102,128 @@ class _Collector:
             if truth and isinstance(test.op, ast.And) or not truth and isinstance(test.op, ast.Or):
                 for v in test.values:
                     self.assume(v, state, truth)
+            else:
+                rest = _none_guarded(test, truth)
+                if rest is not None:
+                    # `x is None or x.is_contiguous()`: where x is a tensor at all, the rest holds
+                    # (where it is None, nothing reaches an address).
+                    self.assume(rest, state, truth)
             return
         if (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_none(test.comparators[0])
-                and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and truth == isinstance(test.ops[0], ast.Is)):
-            name = dotted(test.left)
-            if name is not None:
-                # On a path where `t is None`, None reaches no address: as after `t = None`, the
-                # path takes nothing away from what the other path establishes (`if t is not
-                # None: assert t.shape[1] == n` checks `t` wherever it is a tensor).
-                state.tensors[name] = _Tensor(contiguous=True, fresh=True, family=name)
-                state.vetted[name] = _ANY
-                state.units[name] = _ALL_DIMS
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot))):
+            if truth == isinstance(test.ops[0], ast.Is):
+                name = dotted(test.left)
+                if name is not None:
+                    # On a path where `t is None`, None reaches no address: as after `t = None`, the
+                    # path takes nothing away from what the other path establishes (`if t is not
+                    # None: assert t.shape[1] == n` checks `t` wherever it is a tensor).
+                    state.tensors[name] = _Tensor(contiguous=True, fresh=True, family=name)
+                    state.vetted[name] = _ANY
+                    state.units[name] = _ALL_DIMS
+                    state.known[name] = _ALL_DIMS
+                    state.same[name] = _ALL_DIMS
+            elif isinstance(test.left, ast.Call):
+                # `helper(x, n) is not None`: what the helper checks before it returns a value.
+                expanded = self.expand(test.left, True)
+                if expanded is not None:
+                    self.assume(expanded, state, True)
             return
+        if isinstance(test, ast.Call):
+            expanded = self.expand(test, truth)
+            if expanded is not None:
+                self.assume(expanded, state, truth)
+                return
         if truth and isinstance(test, ast.Call):
             name = _contiguity_checked(test)
             if name is not None:
                 old = state.tensors.get(name, _Tensor(family=name))
                 state.tensors[name] = replace(old, contiguous=True)
 
+    # -- tests written through a helper or a generator
+
+    def expand(self, call: ast.Call, truth: bool):
+        """What ``call`` being ``truth`` says, as a plain test, or None:
+
+        * ``all(<test of t> for t in (a, b, c))`` is the test for each of a, b, c (``and``);
+          ``any(...)`` is their ``or``; either way round;
+        * a function of this module called with plain arguments (``can_use_native(x, w, d)``,
+          ``_token_stride(x, d) is not None``), when true: the tests it passes before it returns a
+          value (each ``if <bad>: return None/False`` or ``raise``, each ``assert``, the terms of a
+          returned ``and``), its parameters replaced by the arguments. Only what holds when it
+          returns a value is known, so it is never read when false."""
+        fname = dotted(call.func)
+        if fname in ("all", "any") and len(call.args) == 1 and not call.keywords:
+            gen = call.args[0]
+            if not isinstance(gen, (ast.GeneratorExp, ast.ListComp)) or len(gen.generators) != 1:
+                return None
+            comp = gen.generators[0]
+            if comp.ifs or comp.is_async or not isinstance(comp.target, ast.Name) \
+                    or not isinstance(comp.iter, (ast.Tuple, ast.List)) or not comp.iter.elts \
+                    or any(isinstance(e, ast.Starred) for e in comp.iter.elts):
+                return None
+            parts = [_substitute(gen.elt, {comp.target.id: e}) for e in comp.iter.elts]
+            return ast.BoolOp(op=ast.And() if fname == "all" else ast.Or(), values=parts)
+        if not truth or fname is None or "." in fname or self._expanding > 2:
+            return None
+        conds = self.post_conditions(fname)
+        if not conds:
+            return None
+        fn = self.defs[fname]
+        params = _param_names(fn)
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords) \
+                or len(call.args) > len(params):
+            return None
+        mapping = dict(zip(params, call.args))
+        mapping.update((k.arg, k.value) for k in call.keywords if k.arg in params)
+        known = [c for c in conds if _free_names(c) & set(params) <= set(mapping)]
+        if not known:
+            return None
+        # An opaque last term: a false call says nothing (`not (a and b and ?)` decides no term).
+        self._expanding += 1
+        try:
+            return ast.BoolOp(op=ast.And(), values=[_substitute(c, mapping) for c in known] + [ast.Name(id="?")])
+        finally:
+            self._expanding -= 1
+
+    def post_conditions(self, name: str) -> list:
+        """The tests module function ``name`` has passed whenever it returns a value other than
+        None or False (read from its top-level statements, up to the first one that may return
+        otherwise); only tests of its parameters and module names."""
+        got = self._posts.get(name)
+        if got is not None or name in self._posts:
+            return got or []
+        self._posts[name] = None
+        fn = self.defs.get(name)
+        if fn is None:
+            return []
+        conds = []
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # the docstring
+            if isinstance(stmt, ast.If) and not stmt.orelse and _fails(stmt.body):
+                conds.append(ast.UnaryOp(op=ast.Not(), operand=stmt.test))
+            elif isinstance(stmt, ast.Assert):
+                conds.append(stmt.test)
+            elif isinstance(stmt, ast.Return):
+                v = stmt.value
+                if isinstance(v, ast.BoolOp) and isinstance(v.op, ast.And):
+                    conds.extend(v.values)
+                elif isinstance(v, (ast.Compare, ast.UnaryOp, ast.Call)):
+                    conds.append(v)
+                break
+            elif not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Pass)):
+                break  # a compound statement may return before the rest
+        assigned = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        params = set(_param_names(fn))
+        conds = [c for c in conds if not (_free_names(c) & (assigned - params))]
+        self._posts[name] = conds
+        return conds
+
     def record_checks(self, test, state: _State, truth: bool = True) -> None:
         """Width checks of ``test`` known to be ``truth`` (an assert's test: True; the test of an
         ``if`` whose body raises: False). Only comparisons that hold on their own count: each
         conjunct of an ``and`` that holds, not the arms of an ``or``."""
-        for comp, holds in _comparisons(test, truth):
+        for comp, holds in _comparisons(test, truth, self.expand):
             sides = [comp.left, *comp.comparators]
             refs = [self.size_ref(s, state) for s in sides]
             span = self.span(comp)
@@ -1101,6 +1235,7 @@ class _Collector:
                 self._add_check(state, WidthCheck(tensor, dim, " ".join(others), span))
             if len(sides) == 2 and isinstance(comp.ops[0], ast.Eq if holds else ast.NotEq):
                 self._record_unit_stride(sides, state)
+                self._record_strides(sides, state)
                 # `list(t.shape) != [N, C, W]: raise`, `tuple(t.shape[1:]) == expect`: each listed
                 # dimension is checked against its element.
                 for a, b in (sides, sides[::-1]):
@@ -1120,6 +1255,57 @@ class _Collector:
                 known = state.units.get(o.tensor, frozenset())
                 if known != _ALL_DIMS:
                     state.units[o.tensor] = known | {o.dim}
+
+    def _record_strides(self, sides, state: _State) -> None:
+        """``a.stride(k) == v`` known to hold: stride ``k`` of ``a`` is ``v`` (another tensor's
+        stride, a size, a literal); ``a.stride() == b.stride()``: the same strides throughout;
+        ``a.stride()[:2] == b.stride()[:2]`` / ``a.stride() == (n, 1)``: dimension by dimension."""
+        runs = [self._stride_run(s) for s in sides]
+        for (a, b), (ra, rb) in ((sides, runs), (sides[::-1], runs[::-1])):
+            if ra is None:
+                o = self.origin(a, state)
+                if o.kind is OriginKind.STRIDE and o.tensor is not None and o.dim is not None and not o.factors:
+                    key = value_key(self.origin(b, state))
+                    if key is not None:
+                        _add_known(state, o.tensor, o.dim, key)
+                continue
+            tensor, start, stop = ra
+            if rb is not None:
+                other, ostart, ostop = rb
+                if other == tensor:
+                    continue
+                if start == ostart == 0 and stop is None and ostop is None:
+                    _add_same(state, tensor, other)
+                elif stop is not None and ostop is not None and stop - start == ostop - ostart:
+                    for i in range(stop - start):
+                        _add_known(state, tensor, start + i, f"stride:{other}:{ostart + i}")
+            elif isinstance(b, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in b.elts):
+                for i, e in enumerate(b.elts):
+                    if stop is not None and start + i >= stop:
+                        break
+                    key = value_key(self.origin(e, state))
+                    if key is not None:
+                        _add_known(state, tensor, start + i, key)
+
+    def _stride_run(self, node) -> tuple[str, int, int | None] | None:
+        """(tensor, first dim, end dim or None) for ``t.stride()``, ``tuple(t.stride())`` and
+        ``t.stride()[a:b]`` (literal bounds, from the front)."""
+        if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
+                and not node.keywords:
+            node = node.args[0]
+        start, stop = 0, None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            sl = node.slice
+            start = _int_literal(sl.lower) if sl.lower is not None else 0
+            stop = _int_literal(sl.upper) if sl.upper is not None else None
+            if start is None or start < 0 or sl.step is not None or (sl.upper is not None and (stop is None or stop < 0)):
+                return None
+            node = node.value
+        if isinstance(node, ast.Call) and not _nargs(node) and (m := _method(node)) is not None and m[1] == "stride":
+            t = self.tensor_name(m[0])
+            if t is not None:
+                return t, start, stop
+        return None
 
     @staticmethod
     def _add_check(state: _State, check: WidthCheck) -> None:
@@ -1215,6 +1401,30 @@ class _Collector:
                 first = _first_arg(call)
                 self.assume(first, state, truth=True)
                 self.record_checks(first, state)
+            elif (dotted(call.func) or "").split(".")[-1] == "assert_size_stride" and len(call.args) == 3:
+                self.assert_size_stride(*call.args, state)
+
+    def assert_size_stride(self, tensor, size, stride, state: _State) -> None:
+        """Inductor's ``assert_size_stride(t, size, stride)``: ``t.shape == size`` (each dimension
+        checked against its element) and ``t.stride() == stride``; packed strides make t contiguous."""
+        name = self.tensor_name(tensor)
+        if name is None:
+            return
+        shape = ast.copy_location(ast.Attribute(value=tensor, attr="shape", ctx=ast.Load()), tensor)
+        test = ast.copy_location(ast.Compare(left=shape, ops=[ast.Eq()], comparators=[size]), size)
+        ast.fix_missing_locations(test)
+        self.record_checks(test, state)
+        strides, packed = self.fixed_strides(size, stride, state)
+        for d, k in strides:
+            _add_known(state, name, d, k)
+        for d, k in strides:
+            if k == "1":
+                got = state.units.get(name, frozenset())
+                if got != _ALL_DIMS:
+                    state.units[name] = got | {d}
+        if packed:
+            old = state.tensors.get(name, _Tensor(family=name))
+            state.tensors[name] = replace(old, contiguous=True)
 
     def record_call(self, call: ast.Call, state: _State) -> None:
         """Facts of the tensors a module function is called with; ``ctx.save_for_backward(...)``."""
@@ -1288,6 +1498,9 @@ class _Collector:
             # takes nothing away from what the allocating arm establishes.
             facts = _Tensor(contiguous=True, fresh=True, family=name)
         if facts is not None:
+            if facts.strides and any(_key_mentions(k, name) for _, k in facts.strides):
+                # `b = torch.empty(b.shape[1], k).T`: the old `b`'s extent, not the new one's
+                facts = replace(facts, strides=frozenset(p for p in facts.strides if not _key_mentions(p[1], name)))
             state.tensors[name] = facts
             if facts.fresh:
                 state.vetted[name] = _ANY
@@ -1439,8 +1652,13 @@ class _Collector:
                                    inner=inner and strided_subscript(elements))
         if isinstance(node, ast.Attribute) and node.attr in ("T", "mT", "H", "mH"):
             base = self.tensor_name(node.value)
+            # `torch.empty(n, k).T`, `w.T` of such a `w`: strides known (1, k). Not `fresh`: rules
+            # read that as packed.
+            strides = self.transposed_strides(node.value, (), state) if node.attr in ("T", "mT") else frozenset()
             if base is not None:
-                return _Tensor(family=self.family(base, state), view=True, inner=True)
+                return _Tensor(family=self.family(base, state), view=True, inner=True, strides=strides)
+            if strides:
+                return _Tensor(view=True, inner=True, strides=strides)
         if isinstance(node, ast.IfExp):
             # `x if x.is_contiguous() else x.contiguous()`
             body_state = state.copy()
@@ -1471,9 +1689,14 @@ class _Collector:
         m = _method(node)
         fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
         if last in _FRESH_CONTIGUOUS and (m is None or last.startswith("new_") or _is_torch(fname)):
-            return _Tensor(contiguous=fmt is not False, fresh=True)
-        if last == "empty_strided":
-            return _Tensor(fresh=True)
+            strides = self.allocated_strides(node, last, state) if fmt is not False else frozenset()
+            return _Tensor(contiguous=fmt is not False, fresh=True, strides=strides)
+        if last in _STRIDED_ALLOC:
+            # `torch.empty_strided(size, stride)`, Inductor's `empty_strided_cuda(size, stride, dtype)`
+            size = node.args[0] if node.args else _kwarg(node, "size")
+            stride = node.args[1] if len(node.args) > 1 else _kwarg(node, "stride")
+            strides, packed = self.fixed_strides(size, stride, state)
+            return _Tensor(contiguous=packed, fresh=True, strides=strides)
         if last in _LIKE or (last == "clone" and m is not None):
             src_node = m[0] if last == "clone" else (_first_arg(node) if _nargs(node) else None)
             src = self.tensor_name(src_node) if src_node is not None else None
@@ -1492,9 +1715,84 @@ class _Collector:
             if meth in _KEEPS_CONTIGUITY:
                 return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam)
             if meth in _VIEWS:
-                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS,
+                strides = frozenset()
+                if meth == "as_strided" and len(node.args) >= 2:
+                    strides, _ = self.fixed_strides(node.args[0], node.args[1], state)
+                elif meth in ("t", "transpose"):
+                    strides = self.transposed_strides(base, node.args if meth == "transpose" else (), state)
+                return _Tensor(family=fam, view=meth in _STRIDED_VIEWS, strides=strides,
                                inner=meth in ("t", "transpose", "permute", "movedim", "mT", "T"))
         return None
+
+    def fixed_strides(self, size, stride, state: _State) -> tuple[frozenset, bool]:
+        """What ``stride`` (a tuple written out) fixes of a tensor of ``size``: (dimension, value
+        key) pairs, each dimension also counted from the end where the rank is known, and whether
+        they are the packed strides of ``size`` (each the product of the sizes after it)."""
+        if not isinstance(stride, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in stride.elts):
+            return frozenset(), False
+        keys = [value_key(self.origin(e, state)) for e in stride.elts]
+        n = len(keys)
+        fixed = frozenset((d, k) for i, k in enumerate(keys) if k is not None for d in (i, i - n))
+        packed = self.packed_strides(size, state)
+        return fixed, packed is not None and len(packed) == n and all(
+            k is not None and k == p for k, p in zip(keys, packed))
+
+    def packed_strides(self, size, state: _State) -> list | None:
+        """The value keys of the packed strides of a tensor of ``size`` (a tuple written out), or None."""
+        if not isinstance(size, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in size.elts):
+            return None
+        sizes = [value_key(self.origin(e, state)) for e in size.elts]
+        out = []
+        for i in range(len(sizes)):
+            after = sizes[i + 1:]
+            if any(k is None for k in after):
+                out.append(None)
+                continue
+            flat = sorted(x for k in after for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
+            out.append("prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1"))
+        return out
+
+    def transposed_strides(self, base, dims, state: _State) -> frozenset:
+        """Strides of a transpose (``.t()``, ``.T``, ``.transpose(a, b)``) of a tensor whose every
+        stride the launcher knows (``torch.empty(n, k).T``, ``w = torch.empty(n, k)`` ... ``w.T``):
+        its strides with the two dimensions swapped; empty where the strides or the dimensions
+        are unknown."""
+        facts = self.tensor_facts(base, state)
+        if facts is None or not facts.strides:
+            return frozenset()
+        written = {d for d, _ in facts.strides}
+        n = max(written) + 1
+        if min(written) != -n or len(written) != 2 * n or len(facts.strides) != 2 * n:
+            return frozenset()  # not every dimension known, once
+        packed = dict((d, k) for d, k in facts.strides if d >= 0)
+        if dims:
+            a, b = (_int_literal(d) for d in dims[:2]) if len(dims) == 2 else (None, None)
+            if a is None or b is None or not -n <= a < n or not -n <= b < n:
+                return frozenset()
+            a, b = a % n, b % n
+        elif n == 2:
+            a, b = 0, 1
+        else:
+            return frozenset()
+        packed[a], packed[b] = packed[b], packed[a]
+        return frozenset((d, k) for i, k in packed.items() for d in (i, i - n))
+
+    def allocated_strides(self, call: ast.Call, fname: str, state: _State) -> frozenset:
+        """The packed strides of ``torch.empty(n, k)``, ``x.new_zeros((n, k))``, ... where the size is
+        written out: (dimension, value key), each dimension counted both ways."""
+        if fname not in _SIZED_ALLOC:
+            return frozenset()
+        args = list(call.args)
+        if not args or any(isinstance(a, ast.Starred) for a in args):
+            return frozenset()
+        if fname in ("full", "new_full"):
+            args = args[:1]
+        size = args[0] if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)) else ast.Tuple(elts=args)
+        packed = self.packed_strides(size, state)
+        if not packed or any(k is None for k in packed):
+            return frozenset()
+        n = len(packed)
+        return frozenset((d, k) for i, k in enumerate(packed) for d in (i, i - n))
 
     def origin(self, node, state: _State) -> ArgOrigin:
         """What one expression is, as far as the launcher shows (span/text filled by the caller)."""
@@ -1649,6 +1947,10 @@ class _Collector:
         vetted = tuple(sorted(state.vetted.get(name, ())))
         units = state.units.get(name, frozenset())
         unit_strides = () if units == _ALL_DIMS else tuple(sorted(units))
+        known = state.known.get(name, frozenset())
+        known = () if known == _ALL_DIMS else tuple(sorted(known | (facts.strides if facts is not None else frozenset())))
+        same = state.same.get(name, frozenset())
+        same = () if same == _ALL_DIMS else tuple(sorted(same))
         param = name if name in self._params and name not in state.rebound else None
         if param is None and facts is not None and facts.family and facts.family in self._params \
                 and facts.family not in state.rebound and not (facts.contiguous or facts.fresh):
@@ -1656,12 +1958,13 @@ class _Collector:
         is_tensor = facts is not None or name in self._tensor_names
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
-                             unit_strides=unit_strides, is_tensor=is_tensor, param=param)
+                             unit_strides=unit_strides, is_tensor=is_tensor, param=param,
+                             known_strides=known, same_strides=same)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
                          unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype,
-                         inner_strided=facts.inner)
+                         inner_strided=facts.inner, known_strides=known, same_strides=same)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -1862,32 +2165,112 @@ def _is_torch(fname: str) -> bool:
     return fname.split(".")[0] in ("torch", "th") or fname in _FRESH_CONTIGUOUS
 
 
-def _comparisons(test, truth: bool = True):
+def _none_guarded(test: ast.BoolOp, truth: bool):
+    """The one test that ``test`` being ``truth`` decides where the names it guards are not None:
+    ``x is None or <rest>`` true, ``x is not None and <rest>`` false; None when there is not
+    exactly one such rest, or the rest tests no guarded name."""
+    op = ast.Is if isinstance(test.op, ast.Or) else ast.IsNot
+    if isinstance(test.op, ast.Or) != truth:
+        return None
+    guarded = {dotted(v.left) for v in test.values if isinstance(v, ast.Compare) and len(v.ops) == 1
+               and isinstance(v.ops[0], op) and _is_none(v.comparators[0])}
+    guarded.discard(None)
+    if not guarded:
+        return None
+    rest = [v for v in test.values if not (isinstance(v, ast.Compare) and len(v.ops) == 1
+                                           and isinstance(v.ops[0], op) and _is_none(v.comparators[0]))]
+    if len(rest) == 1 and guarded & {d for x in ast.walk(rest[0]) if (d := dotted(x))}:
+        return rest[0]
+    return None
+
+
+def _comparisons(test, truth: bool = True, expand=None):
     """(comparison, whether it is true) for each comparison that ``test`` being ``truth`` decides:
-    every conjunct of a true ``and`` (of a false ``or``), none of a true ``or`` (a false ``and``)."""
+    every conjunct of a true ``and`` (of a false ``or``), none of a true ``or`` (a false ``and``).
+    ``expand(call, truth)`` rewrites a call (``all(...)``, a predicate function) as a test."""
     stack = [(test, truth)]
     while stack:
         n, t = stack.pop()
         if isinstance(n, ast.Compare):
+            if expand is not None and len(n.ops) == 1 and isinstance(n.left, ast.Call) \
+                    and _is_none(n.comparators[0]) and isinstance(n.ops[0], (ast.Is, ast.IsNot)):
+                if t == isinstance(n.ops[0], ast.IsNot):
+                    got = expand(n.left, True)
+                    if got is not None:
+                        stack.append((got, True))
+                continue
             yield n, t
         elif isinstance(n, ast.BoolOp):
             if isinstance(n.op, ast.And) == t:
                 stack.extend((v, t) for v in n.values)
-            elif isinstance(n.op, ast.And) and not t:
-                # `if t is not None and t.shape != (m, n): raise`: where t is a tensor at all, the
-                # rest is false (where it is None, nothing reaches an address).
-                guarded = {dotted(v.left) for v in n.values if isinstance(v, ast.Compare) and len(v.ops) == 1
-                           and isinstance(v.ops[0], ast.IsNot) and _is_none(v.comparators[0])}
-                guarded.discard(None)
-                if guarded:
-                    rest = [v for v in n.values if not (isinstance(v, ast.Compare) and len(v.ops) == 1
-                                                        and isinstance(v.ops[0], ast.IsNot))]
-                    if len(rest) == 1 and guarded & {d for x in ast.walk(rest[0]) if (d := dotted(x))}:
-                        stack.append((rest[0], False))
+            else:
+                # `if t is not None and t.shape != (m, n): raise`, `assert t is None or
+                # t.shape[1] == n`: where t is a tensor at all, the rest is decided (where it is
+                # None, nothing reaches an address).
+                rest = _none_guarded(n, t)
+                if rest is not None:
+                    stack.append((rest, t))
         elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
             stack.append((n.operand, not t))
-        elif isinstance(n, ast.Call) and (dotted(n.func) or "") == ("all" if t else "any") and _nargs(n):
-            stack.append((_first_arg(n), t))
+        elif isinstance(n, ast.Call):
+            got = expand(n, t) if expand is not None else None
+            if got is not None:
+                stack.append((got, t))
+            elif (dotted(n.func) or "") == ("all" if t else "any") and _nargs(n):
+                stack.append((_first_arg(n), t))
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, mapping: dict):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        got = self.mapping.get(node.id)
+        return got if got is not None and isinstance(node.ctx, ast.Load) else node
+
+
+def _substitute(node, mapping: dict):
+    """A copy of ``node`` with the names of ``mapping`` replaced by its expressions (shared, not
+    copied: they keep their positions in the source)."""
+    import copy
+
+    return _Substitute(mapping).visit(copy.deepcopy(node))
+
+
+def _free_names(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _fails(body) -> bool:
+    """A block that only gives up: ``return None``/``return False``/``return``, or ``raise``."""
+    if len(body) != 1:
+        return False
+    stmt = body[0]
+    if isinstance(stmt, ast.Raise):
+        return True
+    return isinstance(stmt, ast.Return) and (stmt.value is None or (
+        isinstance(stmt.value, ast.Constant) and stmt.value.value in (None, False)))
+
+
+def _key_mentions(key: str, name: str) -> bool:
+    """Whether value key ``key`` (see ``model.value_key``) speaks of variable ``name``."""
+    if name not in key:
+        return False
+    parts = key[5:].split("*") if key.startswith("prod:") else [key]
+    return any(len(f := part.split(":")) >= 2 and f[1] == name for part in parts)
+
+
+def _add_known(state: _State, tensor: str, dim: int, key: str) -> None:
+    got = state.known.get(tensor, frozenset())
+    if got != _ALL_DIMS:
+        state.known[tensor] = got | {(dim, key)}
+
+
+def _add_same(state: _State, a: str, b: str) -> None:
+    for x, y in ((a, b), (b, a)):
+        got = state.same.get(x, frozenset())
+        if got != _ALL_DIMS:
+            state.same[x] = got | {y}
 
 
 def _target_names(node) -> list[str]:
@@ -1915,6 +2298,7 @@ def _assign_state(dst: _State, src: _State) -> None:
         src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths, src.units,
     )
     dst.rebound = src.rebound
+    dst.known, dst.same = src.known, src.same
 
 
 def imports_of(tree: ast.Module, module_name: str | None = None, path: str | None = None) -> dict[str, str]:
@@ -1940,6 +2324,7 @@ def collect(
     c = _Collector(source, module_name, is_package, tree)
     body = tree.body
     c.module_level(body)
+    c.defs = {s.name: s for s in body if isinstance(s, _DEFS)}
     hints = [m.end() for m in _LAUNCH_HINT.finditer(source)]
     scan = bool(hints)
     if scan:

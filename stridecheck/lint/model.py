@@ -300,6 +300,11 @@ class ArgOrigin:
     dtype: str | None = None  # TENSOR: "int64", "int32", ... when the launcher shows it
     # TENSOR: tensors a dominating check shows to have the same strides (`assert a.stride() == b.stride()`).
     same_strides: tuple[str, ...] = ()
+    # TENSOR: strides the launcher fixes, as (dimension as written, value key): by the allocation
+    # (`torch.empty_strided(s, (1, k))`, `.as_strided(s, (1, k))`) or a dominating check
+    # (`assert t.stride(-2) == head_dim`, `s0 = b.stride(0)` ... `if t.stride(0) != s0: raise`).
+    # A value key names a value as `launches.value_key` does: `1`, `shape:x:-1`, `stride:b:0`.
+    known_strides: tuple[tuple[int, str], ...] = ()
     # The Python constant the argument is, as source (`False`, `None`, `'gelu'`, `4`): what a
     # `tl.constexpr` branch is specialised on. None when it is not a constant.
     const: str | None = None
@@ -449,3 +454,25 @@ class Finding:
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.line, self.span.column, self.code)
+
+
+def value_key(o: ArgOrigin) -> str | None:
+    """A name for the value an origin stands for, equal for equal values as far as the launcher
+    shows (`1`, `shape:x:-1`, `stride:b:0`, a product of them in any order); None when unknown."""
+    if o.kind is OriginKind.LITERAL and o.literal is not None:
+        return str(o.literal)
+    if o.kind is OriginKind.STRIDE and o.tensor and o.dim is not None and not o.factors:
+        return f"stride:{o.tensor}:{o.dim}"
+    if o.kind is OriginKind.SHAPE and o.tensor and o.dim is not None:
+        return f"shape:{o.tensor}:{o.dim}"
+    if o.kind is OriginKind.NUMEL and o.tensor:
+        return f"numel:{o.tensor}"
+    if o.kind in (OriginKind.PRODUCT, OriginKind.STRIDE) and o.factors:
+        keys = [value_key(f) for f in o.factors]
+        if any(k is None for k in keys):
+            return None
+        flat = sorted(x for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
+        return "prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1")
+    if o.kind is OriginKind.TENSOR and o.tensor and not o.is_tensor and o.tensor.isidentifier():
+        return f"name:{o.tensor}"  # an integer the launcher knows nothing more of (a parameter)
+    return None

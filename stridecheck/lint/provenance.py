@@ -272,6 +272,9 @@ def layout_of(o: ArgOrigin | None, bl, tree=None) -> Layout:
     qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
     if launch.guarded:
         return Layout(PACKED, f"{where} is guarded by `@stride_guard`")
+    if o.fresh and not o.like_of and not o.contiguous and o.known_strides:
+        # `torch.empty_strided(size, stride)` with strides other than the packed ones
+        return Layout(LIVE, f"`{o.text}` is allocated with strides of its own in {where}")
     if o.contiguous or o.contiguous_in_module or (o.fresh and not o.like_of):
         return Layout(PACKED, f"`{o.text}` is contiguous where {where} launches")
     if o.strided_view:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from stridecheck.lint.checks._launch_common import stride_fixed
 from stridecheck.lint.kernels import tensor_of
 from stridecheck.lint.model import Access, ArgOrigin, Kernel, ModuleModel, OriginKind, ParamKind
 
@@ -56,6 +57,25 @@ class LaunchView:
         """Every resolved launch passes a provably contiguous (or freshly allocated) tensor."""
         got = self.origins(pointer)
         return bool(got) and all(o.contiguous or o.fresh for o in got)
+
+    def fixed(self, param: str, pointer: str) -> bool:
+        """Every resolved launch passes ``t.stride(k)`` of the tensor ``t`` the pointer receives,
+        and a check or allocation of the launcher fixes that stride (``assert t.stride(-1) == 1``,
+        ``assert_size_stride``, ``empty_strided``): the kernel may use the value it is fixed to."""
+        if not self.launches:
+            return False
+        for bl in self.launches:
+            o, t = bl.bound.get(param), bl.bound.get(pointer)
+            if o is None or t is None or o.kind != OriginKind.STRIDE or o.factors or not o.tensor \
+                    or o.tensor != t.tensor or not stride_fixed(t, o.dim):
+                return False
+        return True
+
+    def shares_strides(self, pointer: str) -> bool:
+        """Every resolved launch passes a tensor that a check shows to have another tensor's strides
+        (``assert k.stride() == v.stride()``, ``ArgOrigin.same_strides``)."""
+        got = self.origins(pointer)
+        return bool(got) and all(o.same_strides for o in got)
 
     def constant(self, param: str) -> bool:
         """Some launch passes an integer literal."""

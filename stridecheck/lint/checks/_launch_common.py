@@ -26,3 +26,37 @@ def tensor_word(pointer: str) -> str:
 
 def is_launched_kernel(model: ModuleModel, kernel: Kernel, helpers: set[tuple[str, str]]) -> bool:
     return (model.path, kernel.name) not in helpers
+
+
+def shares_stride(po, so, other=None) -> bool:
+    """Whether the launcher shows that tensor ``po`` (a TENSOR origin) has the stride ``so`` stands
+    for (``t.stride(d)`` of another tensor t; ``other``: t's own origin at the launch, if passed):
+    a check or allocation makes their strides equal throughout (``assert po.stride() ==
+    t.stride()``, ``ArgOrigin.same_strides``), or in dimension d (``if po.stride(0) != t.stride(0):
+    raise``), or pins both to one value (``assert po.stride(0) == H`` and ``assert t.stride(0) == H``)."""
+    if po is None or so is None or not so.tensor:
+        return False
+    if so.tensor in po.same_strides or (other is not None and po.tensor in other.same_strides):
+        return True
+    if so.dim is None or so.factors:
+        return False
+    mine = {k for d, k in po.known_strides if d == so.dim}
+    if f"stride:{so.tensor}:{so.dim}" in mine:
+        return True
+    if other is None:
+        return False
+    theirs = {k for d, k in other.known_strides if d == so.dim}
+    return f"stride:{po.tensor}:{so.dim}" in theirs or bool(mine & theirs)
+
+
+def known_stride_value(po, key: str | None) -> bool:
+    """Whether a check or allocation of the launcher fixes some stride of tensor ``po`` to the value
+    named ``key`` (see ``model.value_key``): a size passed for a stride is then that stride."""
+    return key is not None and po is not None and any(k == key for _, k in po.known_strides)
+
+
+def stride_fixed(po, dim: int | None) -> bool:
+    """Whether a check or allocation fixes stride ``dim`` of tensor ``po`` (to 1 or to a named value)."""
+    if po is None or dim is None:
+        return False
+    return dim in po.unit_strides or any(d == dim for d, _ in po.known_strides)

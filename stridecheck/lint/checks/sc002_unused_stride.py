@@ -3,7 +3,10 @@ really loads or stores.
 
 "Used" means reaching an address, a stored value, a ``tl.rand``/``tl.randint`` offset, a block
 pointer or descriptor, or a call the analysis cannot follow (helpers are inlined). Silent when a
-launch passes a constant or makes the owning tensor contiguous, and when the owner is only read
+launch passes a constant or makes the owning tensor contiguous, when a check or allocation of the
+launcher fixes the stride it passes (``assert x.stride(1) == 1``, ``assert_size_stride``), when a
+check shows the owner's strides equal to those of the tensor whose strides step it
+(``assert k.stride() == v.stride()``), and when the owner is only read
 through a host-built descriptor. The default tier wants the owner stepped by another tensor's stride in
 place of its own (the true cases on real code); addressed by sizes instead, it goes to the lower
 tier (with SC003's "assumes packed"). An
@@ -62,8 +65,10 @@ def check(tree, options):
                 continue
             if view is None:
                 view = LaunchView(tree, model, kernel)
-            if view.constant(p.name) or view.contiguous(owner):
+            if view.constant(p.name) or view.contiguous(owner) or view.fixed(p.name, owner):
                 continue
+            if view.shares_strides(owner) and _stepped_by_another(kernel, accesses, owner):
+                continue  # `assert k.stride() == v.stride()`, then `v` stepped by `k`'s strides
             owner_strides = [
                 q.name for q in kernel.params
                 if q.kind == ParamKind.STRIDE and q.name != p.name and stride_owner(q.name, kernel) == owner

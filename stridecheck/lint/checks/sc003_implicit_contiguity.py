@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
-from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
+from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind, value_key
 from stridecheck.lint.provenance import PACKED, kernel_layout
 from stridecheck.lint.stride_pairs import stride_named
 
@@ -48,6 +48,29 @@ def _size_steps(kernel, pointer, stride_names=()):
                 ):
                     found.append((acc.span, f"strides=[{', '.join(strides)}]", text))
     return found
+
+
+def _steps_are_strides(kernel, bl, pointer: str, steps) -> bool:
+    """Each size that steps ``pointer`` is, at launch ``bl``, the value of a stride of the tensor
+    the pointer receives, as a check or allocation of the launcher fixes it (``ArgOrigin.known_strides``)."""
+    o = bl.bound.get(pointer)
+    if o is None or o.kind is not OriginKind.TENSOR or not o.known_strides:
+        return False
+    # Any dimension but the innermost, which the kernel's unit step takes for 1.
+    known = {k for d, k in o.known_strides if d != -1}
+    for _, _, size in steps:
+        keys = []
+        for q in size.replace("*", " ").split():
+            a = bl.bound.get(q)
+            k = value_key(a) if a is not None else (q if q.isdigit() else None)
+            if k is None:
+                return False
+            keys.append(k)
+        flat = sorted(x for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
+        key = "prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1")
+        if key not in known:
+            return False
+    return True
 
 
 def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
@@ -114,6 +137,8 @@ def check(tree, options):
             layout = kernel_layout(tree, launches, p.name)
             if layout.kind == PACKED:
                 continue
+            if launches and all(_steps_are_strides(kernel, bl, p.name, steps) for bl in launches):
+                continue  # `assert x.stride(0) == n_cols`, `empty_strided(...)`: each size is a stride
             written = any(a.writes for a in kernel.accesses if a.pointer == p.name)
             tensor = next((o.text for o in passed if o.kind is OriginKind.TENSOR), tensor_word(p.name))
             # One finding per pointer (the packing it assumes), at its first size step; the

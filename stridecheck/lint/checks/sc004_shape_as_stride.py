@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.fixes import outer_dim, shape_fix, trailing_dims
-from stridecheck.lint.model import OriginKind, ParamKind, StepKind
+from stridecheck.lint.model import OriginKind, ParamKind, StepKind, value_key
 from stridecheck.lint.provenance import PACKED, combine, layout_of
 from stridecheck.lint.stride_pairs import bounds_of, pair_strides, stepped_pointers, stride_named
 
@@ -62,6 +62,33 @@ def _pinned_unit(bl, pairs, stride, pointer_arg) -> bool:
                 and a.dim in pointer_arg.unit_strides:
             return False
     return True
+
+
+def _known_value(bl, pairs, stride, pointer_arg, key) -> bool:
+    """A check or allocation of the launcher fixes a stride of the tensor the pointer receives to
+    the value ``stride`` receives (``ArgOrigin.known_strides``), in a dimension whose stride, as
+    ``t.stride(k)``, goes to no other stride of the same pointer: the size is that stride."""
+    if key is None or pointer_arg is None or not pointer_arg.known_strides:
+        return False
+    # An allocation fixes every dimension, counted both ways (0..n-1 and -n..-1): one dimension each.
+    written = {d for d, _ in pointer_arg.known_strides}
+    rank = max(written) + 1 if written and min(written) == -(max(written) + 1) \
+        and len(written) == 2 * (max(written) + 1) else None
+
+    def norm(d):
+        return d % rank if rank and d is not None else d
+
+    dims = {norm(d) for d, k in pointer_arg.known_strides if k == key}
+    if not dims:
+        return False
+    pointer = pairs.get(stride)
+    for other, owner in pairs.items():
+        if other == stride or pointer is None or owner != pointer:
+            continue
+        a = bl.bound.get(other)
+        if a is not None and a.kind is OriginKind.STRIDE and a.tensor == pointer_arg.tensor:
+            dims.discard(norm(a.dim))
+    return bool(dims)
 
 
 def _descriptor_findings(bl, reported, tree):
@@ -123,6 +150,8 @@ def check(tree, options):
                 continue
             if o.kind is OriginKind.LITERAL and o.literal == 1 and _pinned_unit(bl, pairs, name, pointer_arg):
                 continue  # `assert t.stride(-1) == 1`: the literal is that stride
+            if _known_value(bl, pairs, name, pointer_arg, value_key(o)):
+                continue  # `assert t.stride(0) == H * D`, `empty_strided((n, k), (k, 1))`: the size is that stride
             # Where the owner's layout is settled on every path (callers allocate it, a decorator
             # makes it contiguous), the product is its stride; the default tier wants a layout
             # shown to reach the launch (a strided view, an unchecked entry point's argument).

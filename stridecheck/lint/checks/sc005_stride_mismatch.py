@@ -5,7 +5,8 @@ another pointer Q, while P has stride parameters of its own (reported at the pro
 when every resolved launch feeds that parameter the stride of the tensor P receives (names lie).
 
 At a launch: (a) a stride parameter owned by pointer P receives ``t.stride(i)`` of a tensor t other
-than the one P receives (and not a view of it, nor a ``*_like`` allocation of it, nor both provably contiguous); (b) it receives
+than the one P receives (and not a view of it, nor a ``*_like`` allocation of it, nor both provably contiguous,
+nor shown equal in that dimension by a check: ``assert a.stride() == b.stride()``); (b) it receives
 ``t.stride(i)`` of the right tensor, but the index it steps is bounded (mask or grid) by
 ``t.shape[j]`` with j != i. Reported at the argument; swapped pairs get an unsafe fix.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import judged_kernels
+from stridecheck.lint.checks._launch_common import shares_stride
 from stridecheck.lint.provenance import layout_of
 from stridecheck.lint.fixes import swap_fix
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
@@ -166,9 +168,9 @@ def _share(so, po, bl) -> bool:
         return True
     if po.like_of == so.tensor or so.like_of == po.tensor:
         return True
-    if so.tensor in po.same_strides or po.tensor in so.same_strides:
-        return True
     other = _tensor_arg(bl, so.tensor)
+    if shares_stride(po, so, other):
+        return True
     return bool(po.contiguous and (so.contiguous or (other is not None and other.contiguous)))
 
 
@@ -196,6 +198,8 @@ def _at_launch(tree, reported):
                 if t.like_of == o.tensor or o.like_of == t.tensor:
                     # `out = torch.empty_like(x)` keeps x's strides (x dense): sharing them is the intent.
                     continue
+                if shares_stride(t, o, _tensor_arg(bl, o.tensor)):
+                    continue  # `assert t.stride() == x.stride()`: a check shows the strides equal
                 yield from _emit(bl, o, name, reported, fix=None, template="launch_foreign",
                                  arg=o.text, tensor=o.tensor, stride=name, pointer=pointer, receives=t.text)
                 continue
