@@ -273,20 +273,25 @@ def _position(data: bytes, at: int) -> tuple[int, int]:
 
 def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
     """The dotted module name of ``path``: its stem, prefixed by every enclosing directory that is
-    a package (holds ``__init__.py``). None for a name that is not an identifier."""
+    a package (holds ``__init__.py``) or a namespace package inside one. None for a name that is
+    not an identifier."""
     p = Path(os.path.abspath(path))
     parts = [] if p.name == "__init__.py" else [p.stem]
     directory = p.parent
-    while True:
-        key = str(directory)
+
+    def is_pkg(d: Path) -> bool:
+        key = str(d)
         if _known is not None and key in _known:
-            is_pkg = _known[key]
-        else:
-            is_pkg = (directory / "__init__.py").is_file()
-            if _known is not None:
-                _known[key] = is_pkg
-        if not is_pkg or directory.parent == directory:
-            break
+            return _known[key]
+        got = (d / "__init__.py").is_file()
+        if _known is not None:
+            _known[key] = got
+        return got
+
+    # A directory without `__init__.py` inside a package is a namespace package of it
+    # (`conch/kernels/vllm/x.py` with `conch/__init__.py` and `conch/kernels/vllm/__init__.py` is
+    # `conch.kernels.vllm.x`), so the name runs on through it.
+    while directory.parent != directory and (is_pkg(directory) or is_pkg(directory.parent)):
         parts.append(directory.name)
         directory = directory.parent
     if not parts or not all(part.isidentifier() for part in parts):

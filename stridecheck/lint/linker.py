@@ -161,7 +161,9 @@ def _package_root(path: str) -> str:
     file's own directory when it is in none."""
     here = os.path.dirname(path)
     root = here
-    while os.path.isfile(os.path.join(here, "__init__.py")):
+    # As for module names, a directory without `__init__.py` inside a package is part of it.
+    while os.path.isfile(os.path.join(here, "__init__.py")) or os.path.isfile(
+            os.path.join(os.path.dirname(here), "__init__.py")):
         root = here
         parent = os.path.dirname(here)
         if parent == here:

@@ -212,3 +212,14 @@ def model_step(x):
         found = sc003(lint_files({"pkg/__init__.py": "", "pkg/kernels.py": KERNEL,
                                   "pkg/api.py": api.replace("CALL", call)}, preview=True))
         assert [p for _, p, _ in found] == expected, (call, found)
+
+
+def test_a_namespace_directory_inside_a_package_keeps_its_modules_linked(lint_files):
+    # `pkg/kernels/` has no `__init__.py`: it is a namespace package inside `pkg`, and
+    # `from pkg.kernels.rows import _row_sums` reaches it (Python imports it so).
+    api = "import torch\nfrom pkg.kernels.rows import _row_sums\n\n\ndef row_sums(x):\n    return _row_sums(x.contiguous())\n"
+    tree = {"pkg/__init__.py": "", "pkg/kernels/rows.py": KERNEL, "pkg/api/__init__.py": "", "pkg/api/ops.py": api}
+    assert sc003(lint_files(tree, preview=True)) == []  # the caller is seen: packed
+    tree["pkg/api/ops.py"] = api.replace("x.contiguous()", "x[:, :8]")
+    found = sc003(lint_files(tree, preview=True))
+    assert len(found) == 1 and not found[0][1] and "strided view" in found[0][2], found
