@@ -1,0 +1,101 @@
+"""SC001 on ``j * SIZE * stride``: a tile or chunk start along the dimension ``stride`` steps is
+silent; an outer stride rebuilt from an inner one (the launch passes no usable outer stride) is
+reported. The evidence is the launch's ``t.stride(d)`` bindings and the kernel's use of them."""
+
+from __future__ import annotations
+
+from tests.lint.test_rules_kernel import HEADER, findings, line_of
+
+# A K loop advanced by a tile times the K stride, the dimension its aranges already step (a
+# form that must stay silent whatever else changes).
+K_LOOP = HEADER + '''
+@triton.jit
+def mm(a_ptr, o_ptr, stride_am, stride_ak, stride_om, stride_ok, K, BLOCK_M: tl.constexpr,
+       BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+    pid = tl.program_id(0)
+    offs_m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    a = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+    for k in range(tl.cdiv(K, BLOCK_K * SPLIT_K)):
+        acc += tl.load(a)
+        a += (BLOCK_K * SPLIT_K) * stride_ak
+    tl.store(o_ptr + offs_m[:, None] * stride_om + offs_k[None, :] * stride_ok, acc)
+
+
+def run(a, o, split_k):
+    mm[(1,)](a, o, a.stride(0), a.stride(1), o.stride(0), o.stride(1), a.shape[1],
+             BLOCK_M=16, BLOCK_K=16, SPLIT_K=split_k)
+'''
+
+# A chunk start: a loaded position rounded down to the chunk, times the sequence stride.
+CHUNK = HEADER + '''
+@triton.jit
+def cs(x_ptr, cu_ptr, o_ptr, chunk_size, stride_x_seqlen, stride_x_head, BLOCK: tl.constexpr):
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    end = tl.load(cu_ptr + b + 1)
+    pid_c = (end - 1) // chunk_size
+    x_ptr += pid_c * chunk_size * stride_x_seqlen + h * stride_x_head
+    offs = tl.arange(0, BLOCK)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs * stride_x_seqlen))
+
+
+def run(x, cu, out):
+    cs[(1, 1)](x, cu, out, 64, x.stride(0), x.stride(1), BLOCK=16)
+'''
+
+# A paged cache: the page base rebuilt as block * PAGE * slot stride.
+PAGED = HEADER + '''
+@triton.jit
+def dec(v_ptr, table_ptr, o_ptr, stride_vz, stride_vn, stride_vd, PAGE: tl.constexpr,
+        BLOCK: tl.constexpr, D: tl.constexpr):
+    i = tl.program_id(0)
+    blk = tl.load(table_ptr + i)
+    offs_n = tl.arange(0, BLOCK)
+    offs_d = tl.arange(0, D)
+    v = tl.load(v_ptr + blk * PAGE * stride_vn + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd)
+    tl.store(o_ptr + offs_d, tl.sum(v, 0))
+
+
+def run(v_cache, table, out):
+    dec[(1,)](v_cache, table, out, 0, v_cache.stride(1), v_cache.stride(2),
+              PAGE=v_cache.shape[1], BLOCK=16, D=16)
+'''
+
+
+def test_k_loop_advance_by_tile_times_own_stride_is_silent():
+    assert findings(K_LOOP, "SC001", preview=None) == []
+
+
+def test_chunk_start_along_the_outermost_dimension_is_silent():
+    assert findings(CHUNK, "SC001", preview=None) == []
+
+
+def test_chunk_start_reported_when_the_launch_passes_no_outer_stride():
+    # x is [batch, seqlen, heads]: stride(1) steps the sequence, and the batch stride is missing.
+    src = CHUNK.replace("x.stride(0), x.stride(1)", "x.stride(1), x.stride(2)")
+    assert [t for _, t in findings(src, "SC001", preview=None)] == ["pid_c * chunk_size * stride_x_seqlen"]
+
+
+def test_chunk_start_without_a_launch_needs_an_outer_stride_in_the_signature():
+    alone = CHUNK[:CHUNK.index("def run")]
+    assert [t for _, t in findings(alone, "SC001", preview=None)] == ["pid_c * chunk_size * stride_x_seqlen"]
+    # The head stride declared first and used: the sequence is not the outermost stride passed.
+    swapped = alone.replace("chunk_size, stride_x_seqlen, stride_x_head,", "chunk_size, stride_x_head, stride_x_seqlen,")
+    assert findings(swapped, "SC001", preview=None) == []
+
+
+def test_page_base_rebuilt_from_the_slot_stride_is_reported():
+    assert findings(PAGED, "SC001", preview=None) == [(line_of(PAGED, "v = tl.load"), "blk * PAGE * stride_vn")]
+
+
+def test_page_base_reported_when_the_passed_page_stride_is_never_used():
+    src = PAGED.replace("(v_cache, table, out, 0,", "(v_cache, table, out, v_cache.stride(0),")
+    assert [t for _, t in findings(src, "SC001", preview=None)] == ["blk * PAGE * stride_vn"]
+
+
+def test_page_base_reported_without_a_launch_when_the_page_stride_is_unused():
+    alone = PAGED[:PAGED.index("def run")]
+    assert [t for _, t in findings(alone, "SC001", preview=None)] == ["blk * PAGE * stride_vn"]
+
