@@ -99,3 +99,31 @@ def test_page_base_reported_without_a_launch_when_the_page_stride_is_unused():
     alone = PAGED[:PAGED.index("def run")]
     assert [t for _, t in findings(alone, "SC001", preview=None)] == ["blk * PAGE * stride_vn"]
 
+
+
+# The split-K slice of an output picked by a loaded index times the slice stride. The kernel
+# asserts a ratio of strides with `tl.cdiv`, which alone reads like a size bound.
+SPLIT_K_SLICE = HEADER + '''
+@triton.jit
+def k(Y, Idx, stride_y_k, stride_y_m, stride_y_n, M, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_k = tl.load(Idx)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    tl.device_assert(stride_y_k // stride_y_m == tl.cdiv(stride_y_k, stride_y_m))
+    ptrs = Y + pid_k * stride_y_k + offs_m[:, None] * stride_y_m + offs_n[None, :] * stride_y_n
+    tl.store(ptrs, 0.0, mask=offs_m[:, None] < M)
+
+
+def run(y, idx):
+    k[(1, 2)](y, idx, *y.stride(), y.shape[1], BLOCK_M=16, BLOCK_N=16)
+'''
+
+
+def test_stride_bound_from_a_starred_stride_tuple_is_a_stride():
+    assert findings(SPLIT_K_SLICE, "SC001", preview=None) == []
+
+
+def test_shape_bound_from_a_starred_shape_is_still_reported():
+    # `*y.shape` fills stride_y_k with y.size(0): a shape passed as a stride, reported at the launch.
+    src = SPLIT_K_SLICE.replace("*y.stride(), y.shape[1],", "*y.shape,")
+    assert findings(src, "SC004", preview=None) == [(line_of(src, "k[(1, 2)]"), "y.shape")]
