@@ -127,3 +127,42 @@ def test_shape_bound_from_a_starred_shape_is_still_reported():
     # `*y.shape` fills stride_y_k with y.size(0): a shape passed as a stride, reported at the launch.
     src = SPLIT_K_SLICE.replace("*y.stride(), y.shape[1],", "*y.shape,")
     assert findings(src, "SC004", preview=None) == [(line_of(src, "k[(1, 2)]"), "y.shape")]
+
+
+# A page laid out by the kernel: E token records, then E scales at offset E * RECORD.
+PAGE_FORMAT = HEADER + '''
+@triton.jit
+def put(cache_ptr, slot_ptr, x_ptr, block_stride, page_slots, record, scale_bytes, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    slot = tl.load(slot_ptr + i)
+    page = slot // page_slots
+    pos = slot % page_slots
+    offs = tl.arange(0, BLOCK)
+    base = cache_ptr + page * block_stride
+    tl.store(base + pos * record + offs, tl.load(x_ptr + i * BLOCK + offs), mask=offs < record)
+    scale_at = base + page_slots * record + pos * scale_bytes
+    tl.store(scale_at + offs, 0, mask=offs < scale_bytes)
+
+
+def run(cache, slots, x, page_slots, record, scale_bytes):
+    put[(x.shape[0],)](cache, slots, x, cache.stride(0), page_slots, record, scale_bytes, BLOCK=64)
+'''
+
+
+def test_slot_offsets_inside_a_page_format_the_kernel_lays_out_are_silent():
+    assert findings(PAGE_FORMAT, "SC001", preview=None) == []
+
+
+def test_slot_offsets_without_a_region_of_the_kernels_own_are_reported():
+    # No scale region after the records: `pos * record` stands for the slot stride of the cache.
+    src = PAGE_FORMAT.replace("    scale_at = base + page_slots * record + pos * scale_bytes\n",
+                              "    scale_at = base + pos * scale_bytes\n")
+    assert sorted(t for _, t in findings(src, "SC001", preview=None)) == ["pos * record", "pos * scale_bytes"]
+
+
+def test_slot_offsets_reported_when_the_page_is_not_started_by_a_passed_stride():
+    # The page itself is stepped by a size: nothing passed says where a page starts.
+    src = PAGE_FORMAT.replace("    base = cache_ptr + page * block_stride\n",
+                              "    base = cache_ptr + page * (page_slots * (record + scale_bytes)) + i * block_stride\n")
+    assert sorted(t for _, t in findings(src, "SC001", preview=None)) == [
+        "page_slots * record", "pos * record", "pos * scale_bytes"]

@@ -127,6 +127,35 @@ def _outer_stride_kept(kernel, view, accesses, pointer: str, stride: str) -> boo
     return all(q in kernel.used_params for q in outer)
 
 
+def _kernel_page_format(term, access, accesses, is_stride_term) -> bool:
+    """``slot % E * RECORD`` inside a page the kernel lays out itself: the same address starts the
+    page at ``slot // E`` times a passed stride, and some address of the same pointer places a
+    region at ``E * RECORD_SIZE`` (no index of its own: the scales after ``E`` token records). The
+    page is then a format of the kernel's own (``[E x record][E x scale]``), its interior no
+    dimensions of the tensor, and both the slot position times the record size and the region's
+    start are offsets in that format."""
+    if term.step.kind != StepKind.SIZE:
+        return False
+    extents = {p for t in access.terms if t is not term and is_stride_term(t) and "//" in t.index.text
+               for p in t.index.params}
+    if not extents:
+        return False
+
+    def region(t) -> bool:
+        if t.step.kind not in (StepKind.SIZE, StepKind.STRIDE):
+            return False
+        if t.index.text == "1":
+            return len(t.step.params) >= 2 and bool(extents & set(t.step.params))
+        return (t.index.sources <= {IndexSource.SCALAR_ARG, IndexSource.CONSTEXPR}
+                and bool(t.index.params) and set(t.index.params) <= extents)
+
+    if region(term):
+        return True
+    if "%" not in term.index.text or not extents & set(term.index.params):
+        return False
+    return any(region(t) for a in accesses if a.pointer == access.pointer for t in a.terms)
+
+
 def _split_tile(term, access) -> bool:
     blocks = set(term.index.pid_blocks)
     if not blocks:
@@ -163,6 +192,8 @@ def check(tree, options):
                     if term.step.kind != StepKind.SIZE or is_stride_term(term):
                         continue
                     if not (_selects_outer_slice(term) or _split_tile(term, access)):
+                        continue
+                    if _kernel_page_format(term, access, accesses, is_stride_term):
                         continue
                 sizes = [p for p in term.step.params if p != rebuilt]
                 layout = step_layout(tree, view.launches, access.pointer, sizes)
