@@ -375,6 +375,9 @@ class _Facts:
     anns: dict = field(default_factory=dict)  # the kernel's parameter annotations
 
 
+_ASSERTIONS = frozenset({"device_assert", "static_assert", "assume"})
+
+
 class _Walker:
     def __init__(self, ctx: "_Context", func: ast.FunctionDef, facts: _Facts, env: dict, params: dict,
                  depth: int, helper: str | None, stack: tuple[str, ...]):
@@ -388,6 +391,9 @@ class _Walker:
         self.stack = stack
         self.returned: _Value | None = None
         self.loops = 0  # depth of enclosing loops
+        # Inside an assertion: a `tl.cdiv` there checks a relation (`tl.cdiv(stride_k, stride_m)`,
+        # a ratio of strides) and bounds no loop or grid, so it gives no parameter a size role.
+        self.checking = 0
         self.in_loop = False  # a helper inlined inside a loop of its caller
         self.alts: dict[str, list[_Value]] = {}  # other values a name holds on another if-arm
         self.conds: tuple[Condition, ...] = ()  # branches on parameters the walk is inside
@@ -468,7 +474,11 @@ class _Walker:
             if s.value is not None:
                 self.returned = self.eval(s.value)
         elif isinstance(s, ast.Assert):
-            self.eval(s.test)
+            self.checking += 1
+            try:
+                self.eval(s.test)
+            finally:
+                self.checking -= 1
 
     def _condition_param(self, node: ast.expr) -> str | None:
         """The kernel parameter a branch test reads directly (through a helper's binding too)."""
@@ -776,6 +786,13 @@ class _Walker:
             if fn.attr == "advance":
                 return base
             return self.collapse(node, [base] + args)
+        if last in _ASSERTIONS and is_tl:
+            self.checking += 1
+            try:
+                vals = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]
+            finally:
+                self.checking -= 1
+            return self.collapse(node, vals)
         if last == "program_id" and is_tl:
             return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.PROGRAM_ID}),
                                            leaves=frozenset({("pid", self._arg_key(node))}),
@@ -807,7 +824,8 @@ class _Walker:
             return v
         if last == "cdiv" and node.args:
             vals = [self.eval(a) for a in node.args]
-            self.facts.bound |= _params_of(vals[0])
+            if not self.checking:
+                self.facts.bound |= _params_of(vals[0])
             return self.collapse(node, vals)
         if last in _RANDOM and is_tl:
             vals = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]

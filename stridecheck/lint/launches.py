@@ -2051,6 +2051,9 @@ class _Collector:
                     ):
                         launch.args.extend(self.arg_origin(e, state) for e in seq.elts)
                     elif not launch.star_args:
+                        first = self._first_extent(arg.value, state)
+                        if first is not None:
+                            launch.args.append(first)
                         launch.star_args = True
                 elif arg.star == "**":
                     seq = self._seq(arg.value, state)
@@ -2069,6 +2072,29 @@ class _Collector:
             self._shared = saved_shared
         launch.width_checks = list(state.checks.values())
         self.info.launches.append(launch)
+
+    def _first_extent(self, node, state: _State) -> ArgOrigin | None:
+        """``*t.stride()`` / ``*t.shape`` / ``*t.size()`` at a launch: its first element is
+        ``t.stride(0)`` (``t.size(0)``) whatever the rank (a tensor whose strides a kernel
+        receives has at least one dimension); how many follow is unknown without the rank."""
+        kind = base = None
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            kind, base = OriginKind.SHAPE, node.value
+        elif isinstance(node, ast.Call) and not _nargs(node):
+            m = _method(node)
+            if m is not None and m[1] in ("size", "stride"):
+                kind = OriginKind.SHAPE if m[1] == "size" else OriginKind.STRIDE
+                base = m[0]
+        tensor = self.tensor_name(base) if base is not None else None
+        if tensor is None:
+            return None
+        facts = state.tensors.get(tensor)
+        return ArgOrigin(
+            kind, f"{tensor}.{'stride' if kind is OriginKind.STRIDE else 'size'}(0)", self.span(node),
+            tensor=tensor, dim=0, family=self.family(tensor, state),
+            contiguous=bool(facts and facts.contiguous), fresh=bool(facts and facts.fresh),
+            like_of=facts.like_of if facts else None,
+        )
 
     def _seq(self, node, state: _State):
         if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):

@@ -441,3 +441,27 @@ def test_module_level_launch_has_no_launcher_and_no_guard():
     inside, outside = info.launches
     assert (inside.launcher, inside.guarded) == ("helper", True)
     assert (outside.launcher, outside.guarded) == (None, False)
+
+
+def test_starred_strides_bind_their_first_element_to_dimension_zero():
+    launch = _one(
+        """
+        def f(y, idx):
+            k[(1,)](y, idx, *y.stride(), *y.shape, BLOCK=16)
+        """
+    )
+    a = launch.args
+    assert [x.kind for x in a] == [OriginKind.TENSOR, OriginKind.TENSOR, OriginKind.STRIDE]
+    assert (a[2].tensor, a[2].dim, a[2].text) == ("y", 0, "y.stride(0)")
+    # The rank is unknown: what follows the first stride has no known position.
+    assert launch.star_args and "BLOCK" in launch.kwargs
+
+
+def test_starred_shape_binds_a_size_and_an_unknown_sequence_binds_nothing():
+    launch = _one(
+        """
+        def f(y, strides):
+            k[(1,)](y, *y.shape, *strides)
+        """
+    )
+    assert [(x.kind, x.dim) for x in launch.args] == [(OriginKind.TENSOR, None), (OriginKind.SHAPE, 0)]

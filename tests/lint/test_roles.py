@@ -171,3 +171,27 @@ def copy_pages(kv_cache, out):
     _copy[(1,)](kv_cache, out, page_stride, PAGE=s[2] * s[3])
 """
     assert ("m.py", line_of(src, "_copy[(1,)]"), "SC004") in where(lint_files({"m.py": src}))
+
+
+RATIO_CHECK = """
+@triton.jit
+def k(Y, Idx, sy_k, sy_m, M, BLOCK_M: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.device_assert(sy_k // sy_m == tl.cdiv(sy_k, sy_m))
+    tl.store(Y + tl.load(Idx) * sy_k + offs_m * sy_m, 0.0, mask=offs_m < M)
+"""
+
+
+def test_a_cdiv_inside_an_assertion_gives_no_size_role():
+    # `tl.cdiv(sy_k, sy_m)` in a device_assert checks a ratio of strides; sy_k multiplies an index
+    # beside another stride, so it is a stride (python `assert` and `tl.static_assert` alike).
+    assert kinds(RATIO_CHECK)["sy_k"] == "stride"
+    py = RATIO_CHECK.replace("    tl.device_assert(sy_k // sy_m == tl.cdiv(sy_k, sy_m))\n",
+                             "    assert sy_k // sy_m == tl.cdiv(sy_k, sy_m)\n")
+    assert kinds(py)["sy_k"] == "stride"
+
+
+def test_a_cdiv_that_counts_iterations_still_makes_a_size():
+    src = RATIO_CHECK.replace("    tl.device_assert(sy_k // sy_m == tl.cdiv(sy_k, sy_m))\n",
+                              "    for i in range(tl.cdiv(sy_k, BLOCK_M)):\n        pass\n")
+    assert kinds(src)["sy_k"] == "size"

@@ -16,10 +16,11 @@ from stridecheck.lint.checks._kernel_side import (
     LaunchView,
     address_accesses,
     judged_kernels,
+    stride_owner,
     term_dimension,
 )
 from stridecheck.lint.kernels import tensor_of
-from stridecheck.lint.model import IndexSource, ParamKind, StepKind
+from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
 from stridecheck.lint.provenance import PACKED, step_layout
 
 CODE = "SC001"
@@ -62,6 +63,99 @@ def _rebuilt_outer_stride(term, access, kinds) -> str | None:
     return s
 
 
+def _outer_stride_kept(kernel, view, accesses, pointer: str, stride: str) -> bool:
+    """Whether ``j * SIZE * stride`` is a position along the very dimension ``stride`` steps (a
+    tile or chunk start, a K-loop advance ``ptr += BLOCK * SPLIT_K * stride_k``) rather than an
+    outer stride rebuilt from an inner one.
+
+    Kept when every dimension of ``pointer``'s tensor outside the one ``stride`` steps has a
+    stride of its own that the kernel receives and uses: the launch binds ``stride`` to
+    ``t.stride(0)`` (nothing is outside it), or to ``t.stride(d)`` with ``t.stride(e)`` for every
+    ``e < d`` passed and reaching an address. Lost when a launch passes no stride for some outer
+    dimension, binds one to the literal 0 (a paged cache whose page stride the kernel rebuilds as
+    ``block * BLOCK * stride_n``), or the outer stride never reaches an address. With no launch
+    that resolves ``stride``, a stride of the same tensor (one stepping the same pointer in an
+    address, one the launch binds to the same tensor, else one named for it) declared
+    before ``stride`` must be used: the strides' order in the signature stands for their
+    dimensions' order, and a kernel with no outer stride at all is reported."""
+    kinds = {q.name: q.kind for q in kernel.params}
+    owners = {p for a in accesses if a.pointer == pointer for t in a.terms for p in t.step.params
+              if kinds.get(p) == ParamKind.STRIDE and p != stride}
+    owners |= {q.name for q in kernel.params
+               if q.kind == ParamKind.STRIDE and q.name != stride and stride_owner(q.name, kernel) == pointer}
+    outer: set[str] = set()
+    resolved = False
+    for bl in view.launches:
+        t = bl.bound.get(pointer)
+        o = bl.bound.get(stride)
+        tensor = t.tensor if t is not None and t.kind == OriginKind.TENSOR else None
+        if tensor is None or o is None or o.kind != OriginKind.STRIDE or o.tensor != tensor or o.dim is None:
+            continue
+        resolved = True
+        rank = t.ndim
+
+        def dim(e: int) -> int:
+            return e + rank if e < 0 and rank else e
+
+        passed: dict[int, str] = {}
+        for name, a in bl.bound.items():
+            if a.kind == OriginKind.STRIDE and a.tensor == tensor and a.dim is not None and name != stride:
+                passed[dim(a.dim)] = name
+                owners.add(name)
+        d = dim(o.dim)
+        if d > 0:
+            if any(e not in passed for e in range(d)):
+                return False
+            outer.update(passed[e] for e in range(d))
+        elif d < 0:
+            # Without the rank, a more negative dimension lies outside ``d``, and one counted
+            # from the front is taken to (launches pass strides outermost first); one of them
+            # must be passed.
+            out = [n for e, n in passed.items() if e >= 0 or e < d]
+            if not out:
+                return False
+            outer.update(out)
+        for name in owners:
+            a = bl.bound.get(name)
+            if a is not None and a.kind == OriginKind.LITERAL and a.literal == 0:
+                return False
+    if not resolved:
+        order = [q.name for q in kernel.params]
+        outer = {q for q in owners if order.index(q) < order.index(stride)}
+        if not outer:
+            return False
+    return all(q in kernel.used_params for q in outer)
+
+
+def _kernel_page_format(term, access, accesses, is_stride_term) -> bool:
+    """``slot % E * RECORD`` inside a page the kernel lays out itself: the same address starts the
+    page at ``slot // E`` times a passed stride, and some address of the same pointer places a
+    region at ``E * RECORD_SIZE`` (no index of its own: the scales after ``E`` token records). The
+    page is then a format of the kernel's own (``[E x record][E x scale]``), its interior no
+    dimensions of the tensor, and both the slot position times the record size and the region's
+    start are offsets in that format."""
+    if term.step.kind != StepKind.SIZE:
+        return False
+    extents = {p for t in access.terms if t is not term and is_stride_term(t) and "//" in t.index.text
+               for p in t.index.params}
+    if not extents:
+        return False
+
+    def region(t) -> bool:
+        if t.step.kind not in (StepKind.SIZE, StepKind.STRIDE):
+            return False
+        if t.index.text == "1":
+            return len(t.step.params) >= 2 and bool(extents & set(t.step.params))
+        return (t.index.sources <= {IndexSource.SCALAR_ARG, IndexSource.CONSTEXPR}
+                and bool(t.index.params) and set(t.index.params) <= extents)
+
+    if region(term):
+        return True
+    if "%" not in term.index.text or not extents & set(term.index.params):
+        return False
+    return any(region(t) for a in accesses if a.pointer == access.pointer for t in a.terms)
+
+
 def _split_tile(term, access) -> bool:
     blocks = set(term.index.pid_blocks)
     if not blocks:
@@ -92,10 +186,14 @@ def check(tree, options):
                 continue
             for term in access.terms:
                 rebuilt = _rebuilt_outer_stride(term, access, kinds) if term.step.kind == StepKind.STRIDE else None
+                if rebuilt is not None and _outer_stride_kept(kernel, view, accesses, access.pointer, rebuilt):
+                    continue
                 if rebuilt is None:
                     if term.step.kind != StepKind.SIZE or is_stride_term(term):
                         continue
                     if not (_selects_outer_slice(term) or _split_tile(term, access)):
+                        continue
+                    if _kernel_page_format(term, access, accesses, is_stride_term):
                         continue
                 sizes = [p for p in term.step.params if p != rebuilt]
                 layout = step_layout(tree, view.launches, access.pointer, sizes)
