@@ -152,6 +152,32 @@ def _dead(access, kernel: Kernel, launches) -> bool:
 _NOT_PACKAGE_CODE = frozenset({"tests", "test", "testing", "benchmarks", "benchmark", "examples", "docs", "__pycache__"})
 
 
+def _mention(raw: bytes, at: int, needle: bytes, in_init: bool) -> str | None:
+    """What one mention of a function's name (at byte ``at`` of its line ``raw``) is: None when
+    it is not a use (a comment, the definition, an import that keeps the name: the module's later
+    mention of it is the use; in an ``__init__.py``, a re-export or an ``__all__`` entry),
+    "registered" on a line that registers an operator, "use" otherwise (a call, a table entry, an
+    import under another name)."""
+    line = raw.strip()
+    after = raw[at + len(needle):].lstrip()
+    if line.startswith(b"#"):
+        return None
+    head = line.split(b"(")[0]
+    if head.endswith(b"def " + needle) or head == b"class " + needle or line.startswith(b"class " + needle + b":"):
+        return None
+    aliased = after.startswith(b"as ")
+    if line.startswith((b"from ", b"import ")) and not aliased:
+        return None
+    if in_init and not aliased:
+        bare = line.rstrip(b",").strip() == needle
+        quoted = at > 0 and raw[at - 1:at] in (b'"', b"'")
+        if bare or quoted:
+            return None  # a name in a multi-line import's list, or in `__all__`
+    if re.search(rb"regist|custom_op|\.impl\(|library", line):
+        return "registered"
+    return "use"
+
+
 def _ident_byte(b: int) -> bool:
     return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122
 
@@ -297,9 +323,9 @@ class Tree:
         ("registered", path, line) when the only mentions register it as an operator
         (``direct_register_custom_op(..., op_func=name)``, ``lib.impl("op", name)``). None when
         nothing outside its definition names it: an entry point of the package's users.
-        The package is the outermost directory with an ``__init__.py`` above the module; its tests,
-        benchmarks and examples, and the ``__init__.py`` files (re-exports, ``__all__``: exports, not
-        uses), are not read."""
+        The package is the outermost directory with an ``__init__.py`` above the module (see
+        :func:`_package_root`); its tests, benchmarks and examples are not read, and an import or
+        a re-export is not a use (:func:`_mention`)."""
         root = _package_root(os.path.abspath(model.path))
         key = (root, name)
         if key in self._uses:
@@ -313,15 +339,12 @@ class Tree:
             if (pos == 0 or not _ident_byte(blob[pos - 1])) and (end >= len(blob) or not _ident_byte(blob[end])):
                 lo = blob.rfind(b"\n", 0, pos) + 1
                 hi = blob.find(b"\n", end)
-                line = blob[lo:hi if hi >= 0 else len(blob)].strip()
-                head = line.split(b"(")[0]
-                # An import is not a use: the mention it brings into its module is.
-                if not (line.startswith((b"#", b"from ", b"import ")) or head.endswith(b"def " + needle)
-                        or head == b"class " + needle
-                        or line.startswith(b"class " + needle + b":")):
-                    i = bisect.bisect_right(starts, pos) - 1
+                i = bisect.bisect_right(starts, pos) - 1
+                kind = _mention(blob[lo:hi if hi >= 0 else len(blob)], pos - lo, needle,
+                                paths[i].endswith("__init__.py"))
+                if kind is not None:
                     at = (paths[i], blob.count(b"\n", starts[i], pos) + 1)
-                    if re.search(rb"regist|custom_op|\.impl\(|library", line):
+                    if kind == "registered":
                         found = found or ("registered", *at)
                     else:
                         found = ("use", *at)
@@ -338,7 +361,7 @@ class Tree:
         for d, dirs, files in os.walk(root):
             dirs[:] = sorted(x for x in dirs if x not in _NOT_PACKAGE_CODE and not x.startswith("."))
             for f in sorted(files):
-                if not f.endswith(".py") or f == "__init__.py" or f == "conftest.py" or f.startswith("test_") \
+                if not f.endswith(".py") or f == "conftest.py" or f.startswith("test_") \
                         or f.endswith("_test.py"):
                     continue
                 path = os.path.join(d, f)
