@@ -244,7 +244,15 @@ def bounds_of(acc: Access, term) -> tuple[str, ...]:
     if any(op in term.index.text for op in ("//", "%", "minimum", "maximum", "where")):
         return ()  # a mask `x < n` bounds x, not `x // r` or `min(x, c)`
     walking = [t for t in acc.terms if IndexSource.ARANGE in t.index.sources]
-    return tuple(acc.mask_bounds) if len(walking) == 1 else ()
+    if len(walking) != 1:
+        return ()
+    # The mask must bound this very index: `s < S` in `x + s * stride_s + d * stride_d` bounds s,
+    # however d (the one walking an arange) is made.
+    reached = acc.reached_terms(acc.mask_bounds[0])
+    mine = next((i for i, t in enumerate(acc.terms) if t is term), None)
+    if reached is not None and mine is not None and mine not in reached:
+        return ()
+    return tuple(acc.mask_bounds)
 
 
 def _fam(o: ArgOrigin) -> str | None:

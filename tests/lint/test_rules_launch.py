@@ -747,3 +747,37 @@ def test_sc007_an_optional_output_that_callers_leave_to_its_default(tmp_path, ca
     found = [f for f in lint_tree(tmp_path, {"m.py": launcher + user}, preview=True) if f.code == "SC007"]
     assert len(found) == 1, found
     assert found[0].preview == (tier == "preview"), found[0].message
+
+
+def test_sc005_a_mask_on_one_index_does_not_bound_another(tmp_path):
+    # `s_idx < S` bounds the row index; the column index walks `tl.arange(0, D)` and is stepped by
+    # the column stride, which the launch passes rightly (a Hadamard-style kernel).
+    src = '''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _cols_kernel(x_ptr, out_ptr, stride_s, stride_d, S, D: tl.constexpr, CHUNK: tl.constexpr):
+        s_start = tl.program_id(0) * CHUNK
+        d_idx = tl.arange(0, D)
+        for s_offset in range(CHUNK):
+            s_idx = s_start + s_offset
+            s_mask = s_idx < S
+            x = tl.load(x_ptr + s_idx * stride_s + d_idx * stride_d, mask=s_mask, other=0.0)
+            tl.store(out_ptr + s_idx * D + d_idx, x, mask=s_mask)
+
+
+    def cols(x):
+        out = torch.empty(x.shape[0], x.shape[1], device=x.device)
+        _cols_kernel[(triton.cdiv(x.shape[0], 4),)](x, out, x.stride(0), x.stride(1), x.shape[0], D=x.shape[1], CHUNK=4)
+        return out
+    '''
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": src}) if f.code == "SC005"] == []
+    # The mask bounds the column index itself: the column stride must be dimension 1's.
+    masked = src.replace("mask=s_mask, other=0.0)", "mask=d_idx < n_cols, other=0.0)").replace(
+        "S, D: tl.constexpr", "S, n_cols, D: tl.constexpr").replace("x.shape[0], D=", "x.shape[0], x.shape[1], D=")
+    assert [f.code for f in lint_tree(tmp_path, {"m.py": masked}) if f.code == "SC005"] == []
+    swapped = masked.replace("x.stride(0), x.stride(1)", "x.stride(1), x.stride(0)")
+    assert "SC005" in [f.code for f in lint_tree(tmp_path, {"m.py": swapped})]
