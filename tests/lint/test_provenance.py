@@ -232,3 +232,45 @@ def test_a_namespace_directory_inside_a_package_is_part_of_the_package(lint_file
     found = sc003(lint_files(tree, preview=True))
     assert len(found) == 1 and found[0][1], found  # preview
     assert "row_sums` is used at" in found[0][2] and "deep/ops.py" in found[0][2]
+
+
+DROPPED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _pair_kernel(out_ptr, s_ptr, stride_s, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(s_ptr + offs * stride_s, mask=offs < n)
+    b = tl.load(s_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, a + b, mask=offs < n)
+
+
+def NAME(s):
+    PRELUDE
+    out = torch.empty(s.shape[0], device=s.device)
+    _pair_kernel[(1,)](out, s, s.stride(0), s.shape[0], BLOCK=1024)
+    return out
+'''
+
+
+@pytest.mark.parametrize(
+    "name, prelude, caller, expected",
+    [
+        ("pair", "pass", "", "default"),  # a public entry point's argument, unchecked
+        ("pair", "s = s.contiguous()", "", None),  # packed where it launches: the stride is 1
+        ("_pair", "pass", "", "preview"),  # private, its callers out of view
+        ("_pair", "pass", "def use(x):\n    return _pair(x[:, 0])\n", "default"),  # a strided view reaches it
+        ("_pair", "pass", "def use(x):\n    return _pair(torch.zeros(8))\n", None),  # allocated by the caller
+    ],
+)
+def test_a_stride_dropped_by_one_access_is_tiered_by_the_layout(lint_files, name, prelude, caller, expected):
+    src = DROPPED.replace("NAME", name).replace("PRELUDE", prelude) + ("\n\n" + caller if caller else "")
+    found = [f for f in lint_files({"m.py": src}, preview=True) if f.code == "SC005"]
+    if expected is None:
+        assert found == [], found
+        return
+    assert len(found) == 1 and "implicit 1" in found[0].message, found
+    assert found[0].preview == (expected == "preview"), found[0].message

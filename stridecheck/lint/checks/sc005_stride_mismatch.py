@@ -16,7 +16,7 @@ from __future__ import annotations
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import judged_kernels
 from stridecheck.lint.checks._launch_common import shares_stride
-from stridecheck.lint.provenance import layout_of
+from stridecheck.lint.provenance import PACKED, kernel_layout, layout_of
 from stridecheck.lint.fixes import swap_fix
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
 from stridecheck.lint.stride_pairs import (
@@ -83,7 +83,8 @@ def _dropped_stride(tree, reported):
     """One index steps a pointer by a stride parameter in one access and by an implicit 1 in
     another (`X + cols * x_stride1`, then `X + cols`): the stride is honoured once and dropped once,
     so a tensor whose stride is not 1 there is read right by one access and wrong by the other.
-    Reported at the access that drops it. Silent where every launch passes a contiguous tensor."""
+    Reported at the access that drops it. Silent where every launch passes a packed tensor; default
+    tier only where a view or an entry point's unchecked argument reaches it."""
     for model, kernel in judged_kernels(tree):
         by_pointer: dict[str, dict[str, list]] = {}
         for acc in kernel.accesses:
@@ -105,8 +106,10 @@ def _dropped_stride(tree, reported):
                     continue
                 if launches is None:
                     launches = tree.launches_of(model, kernel)
-                if launches and all((o := bl.bound.get(pointer)) is not None and (o.contiguous or o.fresh)
-                                    for bl in launches):
+                # Dropped where the stride is 1 anyway: the tensor's layout where it reaches the
+                # launches decides (packed: silent; a view or an entry point's argument: default).
+                layout = kernel_layout(tree, launches, pointer)
+                if layout.kind == PACKED:
                     continue
                 acc, term = min(unit, key=lambda x: (x[0].span.line, x[0].span.column))
                 s = strided[0][1].step.params[0]
@@ -116,6 +119,7 @@ def _dropped_stride(tree, reported):
                 reported.add(key)
                 yield make_finding(
                     "SC005", model.path, acc.span, group=f"{kernel.name}:{pointer}:{index}:dropped",
+                    preview=not layout.default_tier, evidence=f" ({layout.why})" if layout.why else "",
                     related=[(model.path, strided[0][0].span, f"`{index}` steps `{pointer}` by `{s}` here")],
                     template="dropped", index=index, pointer=pointer, stride=s, line=strided[0][0].span.line,
                 )
