@@ -271,32 +271,47 @@ def _position(data: bytes, at: int) -> tuple[int, int]:
     return data.count(b"\n", 0, at) + 1, at - (data.rfind(b"\n", 0, at) + 1) + 1
 
 
-def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
-    """The dotted module name of ``path``: its stem, prefixed by every enclosing directory that is
-    a package (holds ``__init__.py``) or a namespace package inside one. None for a name that is
-    not an identifier."""
-    p = Path(os.path.abspath(path))
-    parts = [] if p.name == "__init__.py" else [p.stem]
-    directory = p.parent
+def import_root(directory: str, _known: dict[str, bool] | None = None) -> str | None:
+    """The directory a module in ``directory`` is imported from: above the topmost package
+    (a directory holding ``__init__.py``) reached by climbing through directories whose names are
+    identifiers. Directories without ``__init__.py`` on the way are namespace packages of it
+    (``sglang/srt/layers/x.py`` under ``sglang/__init__.py`` is ``sglang.srt.layers.x``). None when
+    no package is above: a script, or a tree of namespace packages only."""
 
-    def is_pkg(d: Path) -> bool:
-        key = str(d)
-        if _known is not None and key in _known:
-            return _known[key]
-        got = (d / "__init__.py").is_file()
+    def is_pkg(d: str) -> bool:
+        if _known is not None and d in _known:
+            return _known[d]
+        got = os.path.isfile(os.path.join(d, "__init__.py"))
         if _known is not None:
-            _known[key] = got
+            _known[d] = got
         return got
 
-    # A directory without `__init__.py` inside a package is a namespace package of it
-    # (`conch/kernels/vllm/x.py` with `conch/__init__.py` and `conch/kernels/vllm/__init__.py` is
-    # `conch.kernels.vllm.x`), so the name runs on through it.
-    while directory.parent != directory and (is_pkg(directory) or is_pkg(directory.parent)):
-        parts.append(directory.name)
-        directory = directory.parent
+    top = None
+    d = os.path.abspath(directory)
+    while True:
+        if not os.path.basename(d).isidentifier():
+            break
+        if is_pkg(d):
+            top = d
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return os.path.dirname(top) if top is not None else None
+
+
+def module_name(path: str, _known: dict[str, bool] | None = None) -> str | None:
+    """The dotted module name of ``path``: its stem, prefixed by the directories from its import
+    root down (:func:`import_root`); the bare stem for a file in no package. None for a name that is
+    not an identifier."""
+    p = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(p))[0]
+    root = import_root(os.path.dirname(p), _known)
+    rel = os.path.relpath(os.path.dirname(p), root).split(os.sep) if root is not None else []
+    parts = [x for x in rel if x not in ("", ".")] + ([] if stem == "__init__" else [stem])
     if not parts or not all(part.isidentifier() for part in parts):
         return None
-    return ".".join(reversed(parts))
+    return ".".join(parts)
 
 
 # --------------------------------------------------------------------------- parsing (workers)

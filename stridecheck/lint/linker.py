@@ -183,19 +183,20 @@ def _ident_byte(b: int) -> bool:
 
 
 def _package_root(path: str) -> str:
-    """The outermost directory above ``path`` that is a package (has an ``__init__.py``); the
-    file's own directory when it is in none."""
+    """The outermost package above ``path`` (see :func:`~stridecheck.lint.engine.import_root`):
+    the topmost directory holding an ``__init__.py`` reached through directories whose names are
+    identifiers; the file's own directory when it is in none."""
+    from stridecheck.lint.engine import import_root
+
     here = os.path.dirname(path)
-    root = here
-    # As for module names, a directory without `__init__.py` inside a package is part of it.
-    while os.path.isfile(os.path.join(here, "__init__.py")) or os.path.isfile(
-            os.path.join(os.path.dirname(here), "__init__.py")):
-        root = here
-        parent = os.path.dirname(here)
-        if parent == here:
-            break
-        here = parent
-    return root
+    root = import_root(here, _PACKAGE_DIRS)
+    if root is None:
+        return here
+    rel = os.path.relpath(here, root).split(os.sep)
+    return os.path.join(root, rel[0])
+
+
+_PACKAGE_DIRS: dict[str, bool] = {}  # directory -> holds an `__init__.py` (one run reads each once)
 
 
 def private_path(path: str) -> bool:

@@ -224,10 +224,11 @@ def model_step(x):
 
 
 def test_a_namespace_directory_inside_a_package_is_part_of_the_package(lint_files):
-    # `pkg/kernels/` has no `__init__.py`: a namespace package inside `pkg`. A use of the public
-    # launcher elsewhere in `pkg` is a caller out of the analysis' sight, not an entry point.
-    api = "import torch\nfrom pkg.kernels.rows import row_sums\n\n\ndef total(x):\n    return row_sums(x).sum()\n"
-    tree = {"pkg/__init__.py": "", "pkg/kernels/rows.py": PUBLIC_ROWS, "pkg/api/__init__.py": "",
+    # `pkg/srt/` and `pkg/srt/layers/` have no `__init__.py`: namespace packages inside `pkg`. A
+    # use of the public launcher elsewhere in `pkg` is a caller out of the analysis' sight, not an
+    # entry point.
+    api = "import torch\nfrom pkg.srt.layers.rows import row_sums\n\n\ndef total(x):\n    return row_sums(x).sum()\n"
+    tree = {"pkg/__init__.py": "", "pkg/srt/layers/rows.py": PUBLIC_ROWS, "pkg/api/__init__.py": "",
             "pkg/api/deep/__init__.py": "", "pkg/api/deep/ops.py": api}
     found = sc003(lint_files(tree, preview=True))
     assert len(found) == 1 and found[0][1], found  # preview
