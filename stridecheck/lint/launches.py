@@ -1600,10 +1600,13 @@ class _Collector:
                 dim = pos[0] if m[1] == "unbind" and pos else (pos[1] if len(pos) > 1 else None)
             d = _int_literal(dim) if dim is not None else 0
             inner = d is None or d != 0
+            # `unbind(-1)` drops the innermost dimension: the next one, of stride > 1, becomes it.
+            # `chunk`/`split` along it keep a unit innermost stride (only outer strides grow).
+            unit_lost = m[1] == "unbind" and (d == -1 or d is None)
             for e in elements:
                 if isinstance(e, ast.Name):
                     state.tensors[e.id] = _Tensor(family=self.family(base_name, state) if base_name else e.id,
-                                                  view=inner, inner=inner and (d == -1 or d is None))
+                                                  view=inner, inner=inner and unit_lost)
             return
         if isinstance(value, ast.Attribute) and value.attr == "saved_tensors":
             saved = self.saved.get(self._class)

@@ -781,3 +781,40 @@ def test_sc005_a_mask_on_one_index_does_not_bound_another(tmp_path):
     assert [f.code for f in lint_tree(tmp_path, {"m.py": masked}) if f.code == "SC005"] == []
     swapped = masked.replace("x.stride(0), x.stride(1)", "x.stride(1), x.stride(0)")
     assert "SC005" in [f.code for f in lint_tree(tmp_path, {"m.py": swapped})]
+
+
+@pytest.mark.parametrize(
+    "split, reported",
+    [
+        ("x, y = xy.chunk(2, dim=-1)", False),  # column halves: the innermost stride stays 1
+        ("x, y = xy.split(n, dim=-1)", False),
+        ("x, y = xy.view(xy.shape[0], n, 2).unbind(-1)", True),  # interleaved: innermost stride 2
+    ],
+)
+def test_sc003_implicit_unit_step_on_parts_of_a_tensor(tmp_path, split, reported):
+    src = f'''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _mul_kernel(x_ptr, y_ptr, out_ptr, stride_x, stride_y, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride_x + cols, mask=cols < n)
+        y = tl.load(y_ptr + row * stride_y + cols, mask=cols < n)
+        tl.store(out_ptr + row * n + cols, x * y, mask=cols < n)
+
+
+    def mul(xy):
+        n = xy.shape[-1] // 2
+        {split}
+        out = torch.empty(xy.shape[0], n, device=xy.device)
+        _mul_kernel[(xy.shape[0],)](x, y, out, x.stride(0), y.stride(0), n, BLOCK=triton.next_power_of_2(n))
+        return out
+    '''
+    found = [f for f in lint_tree(tmp_path, {"m.py": src}, preview=True) if f.code == "SC003"]
+    assert bool(found) == reported, [f.message for f in found]
+    if reported:
+        assert "implicit stride of 1" in found[0].message and not found[0].preview
