@@ -818,3 +818,27 @@ def test_sc003_implicit_unit_step_on_parts_of_a_tensor(tmp_path, split, reported
     assert bool(found) == reported, [f.message for f in found]
     if reported:
         assert "implicit stride of 1" in found[0].message and not found[0].preview
+
+
+def test_sc003_implicit_unit_step_on_a_transposed_allocation(tmp_path):
+    # Column-major scales made in the launcher: strides (1, m). The kernel's unit step walks the
+    # rows, whose stride is 1; the columns are stepped by the passed stride.
+    src = '''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _scales_kernel(s_ptr, stride_col, m, BLOCK: tl.constexpr):
+        g = tl.program_id(0)
+        rows = tl.arange(0, BLOCK)
+        tl.store(s_ptr + g * stride_col + rows, tl.zeros([BLOCK], tl.float32), mask=rows < m)
+
+
+    def scales(m, groups):
+        s = torch.empty(groups, m).transpose(0, 1)
+        _scales_kernel[(groups,)](s, s.stride(1), m, BLOCK=triton.next_power_of_2(m))
+        return s
+    '''
+    assert [f for f in lint_tree(tmp_path, {"m.py": src}, preview=True) if f.code == "SC003"] == []

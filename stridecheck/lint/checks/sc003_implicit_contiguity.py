@@ -88,7 +88,11 @@ def _implicit_unit_stride(model, kernel, pointer: str, launches, reported):
     while a launch passes a view whose innermost stride is not 1 (`b, a = ba.view(t, h, 2).unbind(-1)`,
     `x.t()`, `x[..., 0]`): the kernel reads every other element's neighbour. Only where the
     launch side shows the view (live): an inner stride of 1 is what almost every caller passes."""
-    views = [o for bl in launches if (o := bl.bound.get(pointer)) is not None and o.inner_strided]
+    # A view whose strides the launcher fixes with a 1 in some dimension (`torch.empty(g, m).t()`:
+    # (1, m)) has a dimension the unit step walks rightly: which one the kernel walks, the launch
+    # does not show.
+    views = [o for bl in launches if (o := bl.bound.get(pointer)) is not None and o.inner_strided
+             and not any(v == "1" for _, v in o.known_strides)]
     if not views:
         return
     # Reported at the access (the walking index is often named far from it: `h = tl.arange(...)`).
