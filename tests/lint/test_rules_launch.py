@@ -842,3 +842,34 @@ def test_sc003_implicit_unit_step_on_a_transposed_allocation(tmp_path):
         return s
     '''
     assert [f for f in lint_tree(tmp_path, {"m.py": src}, preview=True) if f.code == "SC003"] == []
+
+
+@pytest.mark.parametrize(
+    "pointer_arg, reported",
+    [
+        ("x.storage.data", False),  # a wrapper's strides are those of the tensor it holds
+        ("y.storage.data", True),  # another object's tensor
+    ],
+)
+def test_sc005_a_wrapper_and_the_tensor_it_holds(tmp_path, pointer_arg, reported):
+    src = f'''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _sum_kernel(out_ptr, b_ptr, stride_bm, stride_bn, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        b = tl.load(b_ptr + row * stride_bm + cols * stride_bn, mask=cols < n)
+        tl.store(out_ptr + row, tl.sum(b, axis=0))
+
+
+    def row_sums(x, y):
+        out = torch.empty(x.shape[0], device=x.device)
+        _sum_kernel[(x.shape[0],)](out, {pointer_arg}, x.stride(0), x.stride(1), x.shape[1], BLOCK=128)
+        return out
+    '''
+    found = [f for f in lint_tree(tmp_path, {"m.py": src}, preview=True) if f.code == "SC005"]
+    assert bool(found) == reported, [f.message for f in found]

@@ -204,6 +204,8 @@ def _at_launch(tree, reported):
                     continue
                 if shares_stride(t, o, _tensor_arg(bl, o.tensor)):
                     continue  # `assert t.stride() == x.stride()`: a check shows the strides equal
+                if _held_by(t.tensor, o.tensor):
+                    continue  # `x.storage.data` with `x.stride(0)`: a wrapper and the tensor it holds
                 yield from _emit(bl, o, name, reported, fix=None, template="launch_foreign",
                                  arg=o.text, tensor=o.tensor, stride=name, pointer=pointer, receives=t.text)
                 continue
@@ -231,6 +233,15 @@ def _at_launch(tree, reported):
             if fix is None:
                 done.add(a)
                 yield from _emit(bl, oa, a, reported, fix=None, **_dim_fields(oa, ea, a))
+
+
+def _held_by(pointer_tensor: str, stride_tensor: str) -> bool:
+    """Whether the pointer's tensor is an attribute of the very object whose ``.stride()`` is passed
+    (`x.storage.data` and `x.stride(0)`: a wrapper's strides are its tensor's, by construction);
+    ``self``/``ctx`` hold many tensors, so an attribute of theirs is not one."""
+    root = stride_tensor.split(".")[0]
+    return (pointer_tensor.startswith(stride_tensor + ".") and root not in ("self", "ctx", "cls")
+            and "." not in stride_tensor)
 
 
 def _dim_fields(o, e, name) -> dict:
