@@ -102,3 +102,18 @@ def test_the_repository_lints_itself_clean():
     run = _run(["lint", "--no-cache", "."], cwd=repo)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "no findings" in run.stdout
+
+
+def test_the_same_findings_whatever_the_hash_seed():
+    # Sets of names order differently under another PYTHONHASHSEED; a finding's place, message
+    # and related locations must not depend on it.
+    repo = Path(__file__).resolve().parents[2]
+    targets = ["tests/reproductions/cases", "tests/lint/real_kinds", "examples"]
+    out = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = _run(["lint", "--no-cache", "--exclude", "__nothing__", "--preview", "--exit-zero", "--format", "json", *targets],
+                   cwd=repo, env=env)
+        assert run.returncode == 0, run.stderr[-2000:]
+        out.append(json.loads(run.stdout))
+    assert out[0] and out[0] == out[1]

@@ -147,8 +147,9 @@ def check(tree, options):
             tensor = next((o.text for o in passed if o.kind is OriginKind.TENSOR), tensor_word(p.name))
             # One finding per pointer (the packing it assumes), at its first size step; the
             # other products that rely on it are related locations.
+            # Ties at one place broken by text: the same finding whatever the hash seed.
             steps = sorted({st for st in steps if (model.path, st[0]) not in reported},
-                           key=lambda st: (st[0].line, st[0].column))
+                           key=lambda st: (st[0].line, st[0].column, st[0].end_line, st[0].end_column, st[1], st[2]))
             if not steps:
                 continue
             reported.update((model.path, st[0]) for st in steps)
