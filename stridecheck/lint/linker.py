@@ -152,6 +152,10 @@ def _dead(access, kernel: Kernel, launches) -> bool:
 _NOT_PACKAGE_CODE = frozenset({"tests", "test", "testing", "benchmarks", "benchmark", "examples", "docs", "__pycache__"})
 
 
+_LIBRARY_ROOTS = frozenset({"tl", "triton", "torch", "np", "numpy", "math", "os", "sys", "F", "nn", "functools",
+                            "itertools", "operator", "re", "json", "logging", "libdevice", "cuda", "hip"})
+
+
 def _mention(raw: bytes, at: int, needle: bytes, in_init: bool) -> str | None:
     """What one mention of a function's name (at byte ``at`` of its line ``raw``) is: None when
     it is not a use (a comment, the definition, an import that keeps the name: the module's later
@@ -165,6 +169,12 @@ def _mention(raw: bytes, at: int, needle: bytes, in_init: bool) -> str | None:
     head = line.split(b"(")[0]
     if head.endswith(b"def " + needle) or head == b"class " + needle or line.startswith(b"class " + needle + b":"):
         return None
+    before = raw[:at]
+    if before.endswith(b"."):
+        # `tl.store`, `torch.empty`: an attribute of a library, not this function.
+        owner = re.search(rb"([A-Za-z_]\w*)\.$", before)
+        if owner is not None and owner.group(1).decode() in _LIBRARY_ROOTS:
+            return None
     aliased = after.startswith(b"as ")
     if line.startswith((b"from ", b"import ")) and not aliased:
         return None
@@ -359,8 +369,11 @@ class Tree:
         if got is not None:
             return got
         parts, starts, paths, at = [], [], [], 0
+        # A file in no package shares only its own directory with the modules that import it.
+        in_package = os.path.isfile(os.path.join(root, "__init__.py"))
         for d, dirs, files in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if x not in _NOT_PACKAGE_CODE and not x.startswith("."))
+            dirs[:] = sorted(x for x in dirs if x not in _NOT_PACKAGE_CODE and not x.startswith(".")) \
+                if in_package else []
             for f in sorted(files):
                 if not f.endswith(".py") or f == "conftest.py" or f.startswith("test_") \
                         or f.endswith("_test.py"):

@@ -334,6 +334,13 @@ def foreign_extent(launches, pointer: str, sizes) -> Layout | None:
     `n_vocab = logits.shape[1]`): wrong for any layout of the pointer's tensor whose extent
     differs, contiguous or not (the founding bug: a cache one column wider than the logits).
     An allocation is made with the extents it is addressed by, so it is never foreign."""
+    hit = _foreign(launches, pointer, sizes)
+    return hit[0] if hit is not None else None
+
+
+def _foreign(launches, pointer: str, sizes):
+    """(the verdict of :func:`foreign_extent`, the launch, the size's origin) of the first launch
+    that builds a size from another tensor's extents; None when none does."""
     for bl in launches:
         o = bl.bound.get(pointer)
         if o is None or o.kind is not OriginKind.TENSOR or not o.tensor or o.fresh:
@@ -346,8 +353,8 @@ def foreign_extent(launches, pointer: str, sizes) -> Layout | None:
             foreign = _extent_tensors(so) - mine
             if foreign:
                 other = sorted(foreign)[0]
-                return Layout(LIVE, f"{_where(bl.launch)} passes `{s}` = `{origin_text(so)}`, an extent of "
-                                    f"`{other}`, not of `{o.text}`")
+                return (Layout(LIVE, f"{_where(bl.launch)} passes `{s}` = `{origin_text(so)}`, an extent of "
+                                     f"`{other}`, not of `{o.text}`"), bl, so)
     return None
 
 
@@ -378,12 +385,24 @@ def step_layout(tree, launches, pointer: str, sizes) -> Layout:
     extent is ``live`` (see :func:`foreign_extent`); packing settles it only where the sizes are
     the tensor's own extents (a contiguous `[R, B, 8]` buffer stepped by a `top_k` of 5 is still
     misread); else as :func:`kernel_layout`."""
-    found = foreign_extent(launches, pointer, sizes)
-    if found is not None:
-        return found
+    hit = _foreign(launches, pointer, sizes)
+    if hit is not None:
+        # A foreign extent is right exactly while the tensor is as wide as the other one: the
+        # width question of :func:`width_of`. Allocated by every caller from tensors' extents, it
+        # is; from constants, or handed in unchecked by an entry point, nothing says so.
+        found, bl, so = hit
+        width = width_of(bl.bound.get(pointer), so if so.tensor else None, bl, tree)
+        if width.kind == PACKED:
+            return width
+        if width.kind == UNKNOWN:
+            return Layout(UNKNOWN, found.why)
+        return Layout(LIVE, f"{found.why}; {width.why}" if width.why else found.why)
     got = kernel_layout(tree, launches, pointer)
     if got.kind == PACKED and not own_extents(launches, pointer, sizes):
-        return Layout(UNKNOWN, "the size is not shown to be an extent of the tensor it steps")
+        # Packed, but stepped by a size that is none of its extents (a `top_k` of 5 over rows of
+        # 8): packing is what makes the step wrong, not right.
+        return Layout(LATENT, f"{got.why}, but the size is not shown to be one of its extents"
+                      if got.why else "the size is not shown to be an extent of the tensor it steps")
     return got
 
 

@@ -275,3 +275,55 @@ def test_a_stride_dropped_by_one_access_is_tiered_by_the_layout(lint_files, name
         return
     assert len(found) == 1 and "implicit 1" in found[0].message, found
     assert found[0].preview == (expected == "preview"), found[0].message
+
+
+CACHE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _store_kernel(cache_ptr, cache_stride_0, col_ptr, logits_ptr, n_vocab, BLOCK: tl.constexpr):
+    req = tl.program_id(0).to(tl.int64)
+    col = tl.load(col_ptr).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    vals = tl.load(logits_ptr + req * n_vocab + offs, mask=offs < n_vocab)
+    tl.store(cache_ptr + req * cache_stride_0 + col * n_vocab + offs, vals, mask=offs < n_vocab)
+
+
+def _store(cache, col, logits):
+    logits = logits.contiguous()
+    _store_kernel[(logits.shape[0],)](cache, cache.stride(0), col, logits, logits.shape[1], BLOCK=1024)
+'''
+
+
+@pytest.mark.parametrize(
+    "caller, tier",
+    [
+        # allocated from the logits' own extents: the step is the stride
+        ("def step(logits, col):\n    cache = torch.empty(logits.shape[0], 4, logits.shape[1])\n"
+         "    _store(cache, col, logits)\n", None),
+        # allocated one column wider, from constants: the founding bug
+        ("def step(logits, col):\n    cache = torch.zeros(8, 4, 1025)\n    _store(cache, col, logits)\n", "default"),
+        # handed in by an entry point's user
+        ("def step(cache, logits, col):\n    _store(cache, col, logits)\n", "default"),
+        # a pool's buffer, whose layout nothing in view shows
+        ("class Pool:\n    def step(self, logits, col):\n        _store(self.pool.buffer(0), col, logits)\n", "preview"),
+    ],
+)
+def test_sc001_is_tiered_by_how_the_callers_make_the_tensor(lint_files, caller, tier):
+    found = [f for f in lint_files({"m.py": CACHE + "\n\n" + caller}, preview=True) if f.code == "SC001"]
+    if tier is None:
+        assert found == [], found
+        return
+    assert len(found) == 1, found
+    assert found[0].preview == (tier == "preview"), found[0].message
+
+
+def test_a_library_attribute_of_the_same_name_is_not_a_use(lint_files):
+    # `tl.store` in the kernel is not a use of the package's public `store`.
+    src = PUBLIC_ROWS.replace("def row_sums(x):", "def store(x):")
+    found = sc003(lint_files({"pkg/__init__.py": "", "pkg/kernels.py": src + "\n\ndef f(p):\n    tl.store(p, 0)\n"},
+                             preview=True))
+    assert len(found) == 1 and not found[0][1] and "nothing in its package calls" in found[0][2], found

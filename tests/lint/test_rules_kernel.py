@@ -121,9 +121,11 @@ def launch(x, col):
 '''
     assert findings(allocated, "SC001") == []
     unknown = allocated.replace("out = x.new_zeros((x.shape[0], 256))", "out = x")
-    assert [t for _, t in findings(unknown, "SC001")] == ["col * n_cols"]
+    # A dtype view of an alias of the parameter: the analysis does not follow it to `x`, so its
+    # layout is unknown and the finding is the preview tier's.
+    assert [t for _, t in findings(unknown, "SC001", preview=None)] == ["col * n_cols"]
     aliased = unknown.replace("wrap_triton(k)[", "kk[").replace("    out = x\n", "    out = x\n    kk = wrap_triton(k)\n")
-    assert [t for _, t in findings(aliased, "SC001")] == ["col * n_cols"]
+    assert [t for _, t in findings(aliased, "SC001", preview=None)] == ["col * n_cols"]
     assert findings(aliased.replace("    out = x\n", "    out = x.contiguous()\n"), "SC001") == []
 
 

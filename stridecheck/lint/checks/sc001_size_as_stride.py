@@ -203,11 +203,16 @@ def check(tree, options):
                 if key in seen:
                     continue
                 seen.add(key)
-                # One pointer stepped by a stride for one dimension and by a size for another is
-                # itself the evidence (the launches can only clear it, by packing the tensor).
+                # The tier follows the tensor's layout where it reaches the launches: a view or a
+                # foreign extent that the callers do not settle, or an entry point's argument,
+                # is the default's; a layout the analysis cannot see (a pool's buffer, a helper's
+                # return, callers out of view), preview. A kernel no code in view launches is
+                # launched by its users: a stride for one dimension and a size for another is
+                # then the evidence itself.
                 yield make_finding(
                     CODE, model.path, term.span, group=f"{kernel.name}:{access.pointer}:{term.text}",
+                    preview=bool(view.launches) and not layout.default_tier,
                     product=term.text, pointer=access.pointer, size=term.step.text,
                     tensor=tensor_of(access.pointer), dim=term_dimension(access, term),
-                    evidence=f" ({layout.why})" if layout.default_tier else "",
+                    evidence=f" ({layout.why})" if layout.why and view.launches else "",
                 )
