@@ -171,10 +171,15 @@ def _mention(raw: bytes, at: int, needle: bytes, in_init: bool) -> str | None:
         return None
     before = raw[:at]
     if before.endswith(b"."):
-        # `tl.store`, `torch.empty`: an attribute of a library, not this function.
-        owner = re.search(rb"([A-Za-z_]\w*)\.$", before)
-        if owner is not None and owner.group(1).decode() in _LIBRARY_ROOTS:
+        # `tl.store`, `torch.ops.pkg.name`: an attribute of a library, not this function.
+        chain = re.search(rb"([A-Za-z_][\w.]*)\.$", before)
+        if chain is not None and chain.group(1).split(b".")[0].decode() in _LIBRARY_ROOTS:
             return None
+    # Words in a comment, a string or a docstring's `name` are not calls.
+    if before.endswith(b"`") or b"#" in before.replace(b"'#'", b"").replace(b'"#"', b""):
+        return None
+    if (before.count(b'"') - before.count(b'\\"')) % 2 or (before.count(b"'") - before.count(b"\\'")) % 2:
+        return None
     aliased = after.startswith(b"as ")
     if line.startswith((b"from ", b"import ")) and not aliased:
         return None

@@ -173,6 +173,10 @@ PUBLIC_ROWS = KERNEL.replace("def _row_sums(x):", "def row_sums(x):")
         # imported under another name, and called by it
         ({"pkg/ops.py": "from pkg.kernels import row_sums as rows\n\n\nOPS = {'rows': rows}\n"}, "preview",
          "ops.py:1"),
+        # named in a log message, a comment, a docstring, and as another library's op: no use
+        ({"pkg/ops.py": 'import torch\n\n\ndef other(x):\n    """Like `row_sums`, in C++."""\n'
+                        '    print("row_sums", x)  # row_sums is the reference\n'
+                        '    return torch.ops.pkg.row_sums(x)\n'}, "default", "public entry point nothing"),
         # handed to a registration: an operator of the package's users
         ({"pkg/ops.py": "import torch\nfrom pkg.kernels import row_sums\n\n"
                         "torch.library.custom_op('pkg::rows', mutates_args=())(row_sums)\n"}, "default", "registered"),
