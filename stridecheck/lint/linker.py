@@ -117,7 +117,7 @@ def launch_roles(kernel: Kernel, launches: Sequence["BoundLaunch"]) -> dict[str,
     return out
 
 
-def _dead(access, kernel: Kernel, launches) -> bool:
+def dead_for(access, kernel: Kernel, launches) -> bool:
     """Whether every launch compiles ``access`` away: a branch it sits under tests a parameter
     (a ``tl.constexpr``, or a ``None`` argument, which Triton specialises) that each launch sets,
     or leaves at its default, to a value failing the test (``if HAS_SHIFT:`` and ``HAS_SHIFT=False``)."""
@@ -530,7 +530,7 @@ class Tree:
             kernel = bls[0].kernel
             roles = launch_roles(kernel, bls)
             refined = refine_kernel(kernel, roles)
-            live = [a for a in refined.accesses if not _dead(a, refined, bls)]
+            live = [a for a in refined.accesses if not dead_for(a, refined, bls)]
             if len(live) != len(refined.accesses):
                 refined = replace(refined, accesses=live)
             if refined is kernel:

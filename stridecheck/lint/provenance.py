@@ -391,6 +391,9 @@ def step_layout(tree, launches, pointer: str, sizes) -> Layout:
         # width question of :func:`width_of`. Allocated by every caller from tensors' extents, it
         # is; from constants, or handed in unchecked by an entry point, nothing says so.
         found, bl, so = hit
+        got = kernel_layout(tree, launches, pointer)
+        if got.kind == LIVE:
+            return Layout(LIVE, f"{found.why}; {got.why}")  # a strided view: wrong whatever the width
         width = width_of(bl.bound.get(pointer), so if so.tensor else None, bl, tree)
         if width.kind == PACKED:
             return width

@@ -331,3 +331,22 @@ def test_a_library_attribute_of_the_same_name_is_not_a_use(lint_files):
     found = sc003(lint_files({"pkg/__init__.py": "", "pkg/kernels.py": src + "\n\ndef f(p):\n    tl.store(p, 0)\n"},
                              preview=True))
     assert len(found) == 1 and not found[0][1] and "nothing in its package calls" in found[0][2], found
+
+
+def test_sc001_judges_only_the_launches_that_compile_the_access(lint_files):
+    # The size step sits under `if SORTED:`; the launch that passes a strided view sets it False,
+    # so only the packed launch compiles it.
+    src = CACHE.replace("    tl.store(cache_ptr + req * cache_stride_0 + col * n_vocab + offs, vals, mask=offs < n_vocab)",
+                        "    if SORTED:\n        tl.store(cache_ptr + req * cache_stride_0 + col * n_vocab + offs, vals,"
+                        " mask=offs < n_vocab)").replace("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, SORTED: tl.constexpr):")
+    src = src[:src.index("def _store(")]
+    launchers = (
+        "def a(logits, col):\n    cache = torch.empty(logits.shape[0], 4, logits.shape[1])\n"
+        "    _store_kernel[(logits.shape[0],)](cache, cache.stride(0), col, logits, logits.shape[1], BLOCK=1024, SORTED=True)\n"
+        "\n\ndef b(logits, col, big):\n    cache = big[:, :, :logits.shape[1]]\n"
+        "    _store_kernel[(logits.shape[0],)](cache, cache.stride(0), col, logits, logits.shape[1], BLOCK=1024, SORTED=FLAG)\n"
+    )
+    quiet = launchers.replace("FLAG", "False")
+    assert [f for f in lint_files({"m.py": src + quiet}, preview=True) if f.code == "SC001"] == []
+    found = [f for f in lint_files({"m.py": src + launchers.replace("FLAG", "True")}, preview=True) if f.code == "SC001"]
+    assert len(found) == 1 and not found[0].preview, found

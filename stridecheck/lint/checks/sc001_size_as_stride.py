@@ -21,6 +21,7 @@ from stridecheck.lint.checks._kernel_side import (
 )
 from stridecheck.lint.kernels import tensor_of
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
+from stridecheck.lint.linker import dead_for
 from stridecheck.lint.provenance import PACKED, step_layout
 
 CODE = "SC001"
@@ -196,7 +197,10 @@ def check(tree, options):
                     if _kernel_page_format(term, access, accesses, is_stride_term):
                         continue
                 sizes = [p for p in term.step.params if p != rebuilt]
-                layout = step_layout(tree, view.launches, access.pointer, sizes)
+                # Only the launches that compile this access in (a branch on a constexpr they set
+                # otherwise does not exist for them) say where its tensor comes from.
+                alive = [bl for bl in view.launches if not dead_for(access, kernel, [bl])] or view.launches
+                layout = step_layout(tree, alive, access.pointer, sizes)
                 if layout.kind == PACKED:
                     continue
                 key = (model.path, term.span)
