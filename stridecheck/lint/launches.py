@@ -2228,6 +2228,13 @@ def _comparisons(test, truth: bool = True, expand=None):
                     if got is not None:
                         stack.append((got, True))
                 continue
+            if t and len(n.ops) > 1 and all(isinstance(op, ast.Eq) for op in n.ops):
+                # `q.stride(1) == k.stride(1) == v.stride(1)`: every pair is equal.
+                sides = [n.left, *n.comparators]
+                for i, a in enumerate(sides):
+                    for b in sides[i + 1:]:
+                        yield ast.copy_location(ast.Compare(left=a, ops=[ast.Eq()], comparators=[b]), n), t
+                continue
             yield n, t
         elif isinstance(n, ast.BoolOp):
             if isinstance(n.op, ast.And) == t:

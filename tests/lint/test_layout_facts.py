@@ -59,8 +59,9 @@ def _sc005(tmp_path, src):
     "    assert _same_layout(k, v)",
     "    if not _rows_match(v, k):\n        raise ValueError('layout')",
     "    assert all(t.stride(0) == k.stride(0) for t in (v, out))",
+    "    assert out.stride(0) == k.stride(0) == v.stride(0)",
 ], ids=["assert-strides", "assert-tuples", "assert-dim", "if-raise", "through-a-name", "torch-check",
-        "none-or", "both-pinned", "helper-returns-false", "helper-returns-and", "all-generator"])
+        "none-or", "both-pinned", "helper-returns-false", "helper-returns-and", "all-generator", "chained"])
 def test_stride_check_silences_sc005(tmp_path, check):
     assert _sc005(tmp_path, KV.replace("{check}", check)) == []
 
