@@ -134,6 +134,7 @@ class _FunctionScan:
         self.out = out
         self.imports: dict[str, str] = {}  # imports made inside the function
         self.extents: dict[str, tuple[str, ...]] = {}  # local name -> tensors whose extents it is built from
+        self.literals: set[str] = set()  # local names bound to literals (`n_reqs, n_vocab = 3, 300`)
 
     def fact(self, node) -> ArgFact:
         if isinstance(node, ast.Name):
@@ -152,7 +153,8 @@ class _FunctionScan:
             sl = node.slice
             elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
             if strided_subscript(elts):
-                return ArgFact("strided", text=_source(node))
+                # A slice leaves gaps (not dense): `empty_like` of it is contiguous.
+                return ArgFact("strided", "slice", text=_source(node))
             return base if base.kind in ("param", "unknown") else _UNKNOWN
         if isinstance(node, ast.IfExp):
             a, b = self.fact(node.body), self.fact(node.orelse)
@@ -180,7 +182,10 @@ class _FunctionScan:
                 recv = self.fact(f.value)  # the same extents as what it copies
                 return ArgFact("packed", recv.name if recv.kind == "param" else None, _source(node))
             if last in _ALLOCATORS:
-                return ArgFact("packed", text=_source(node), sized_from=self.extent_sources(node))
+                sized = self.extent_sources(node)
+                if not sized and not self.literal_sizes(node):
+                    sized = ("?",)  # sized by names the analysis does not place (a parameter)
+                return ArgFact("packed", text=_source(node), sized_from=sized)
             if isinstance(f, ast.Attribute):
                 recv = self.fact(f.value)
                 if last in _STRIDED:
@@ -199,6 +204,16 @@ class _FunctionScan:
             if text:
                 got = ArgFact(got.kind, got.name, text, got.sized_from)
         return got
+
+    def literal_sizes(self, node: ast.Call) -> bool:
+        """Whether an allocation's sizes are all literals or names bound to literals."""
+        for a in [*node.args, *(k.value for k in node.keywords if k.arg in ("size", None))]:
+            for n in ast.walk(a):
+                if isinstance(n, ast.Name) and n.id not in self.literals:
+                    return False
+                if isinstance(n, (ast.Attribute, ast.Call, ast.Subscript)):
+                    return False
+        return True
 
     def extent_sources(self, node) -> tuple[str, ...]:
         """The tensors whose extents an expression is built from: `x.shape`, `x.size(1)`,
@@ -219,6 +234,15 @@ class _FunctionScan:
         return tuple(dict.fromkeys(out))
 
     def assign(self, target, value) -> None:
+        literal = all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.operator,
+                                     ast.unaryop, ast.Load)) or (isinstance(n, ast.Name) and n.id in self.literals)
+                      for n in ast.walk(value))
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                if literal:
+                    self.literals.add(n.id)
+                else:
+                    self.literals.discard(n.id)
         sources = self.extent_sources(value)
         for n in ast.walk(target):
             if isinstance(n, ast.Name):

@@ -38,6 +38,7 @@ OMITTED = ArgFact("omitted")  # a call leaves the parameter to its default
 class Layout:
     kind: str
     why: str = ""  # the evidence in words, for the message
+    gappy: bool = False  # LIVE through a slice: not dense, so `empty_like` of it is contiguous
 
     @property
     def default_tier(self) -> bool:
@@ -253,7 +254,8 @@ def _fact_layout(tree, model, site, fact, depth, seen) -> Layout:
     if fact.kind == "packed":
         return Layout(PACKED, f"{where} passes a contiguous tensor")
     if fact.kind == "strided":
-        return Layout(LIVE, f"{where} passes a strided view{' `' + fact.text + '`' if fact.text else ''}")
+        return Layout(LIVE, f"{where} passes a strided view{' `' + fact.text + '`' if fact.text else ''}",
+                      gappy=fact.name == "slice")
     if fact.kind in ("param", "like") and fact.name:
         return caller_layout(tree, model, site.caller, fact.name, depth + 1, seen)
     if fact.kind == "attr" and fact.name:
@@ -288,6 +290,10 @@ def layout_of(o: ArgOrigin | None, bl, tree=None) -> Layout:
         source = o.tensor  # a host tensor descriptor built around the parameter itself
     if source is not None and qual and qual in bl.module.functions:
         got = caller_layout(tree, bl.module, qual, source)
+        if got.kind == LIVE and got.gappy and o.like_of == source:
+            # `torch.empty_like` keeps the strides of a dense source only: of a slice (gaps in
+            # it), it makes a contiguous tensor.
+            return Layout(PACKED, f"`{o.text}` is made like `{source}`, a slice: contiguous")
         if got.kind == LATENT and source != o.text:
             how = "is made like" if o.like_of == source else "is a view of"
             return Layout(LATENT, f"`{o.text}` {how} `{source}`, which comes unchecked from {where}, a public entry point")

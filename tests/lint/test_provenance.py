@@ -350,3 +350,37 @@ def test_sc001_judges_only_the_launches_that_compile_the_access(lint_files):
     assert [f for f in lint_files({"m.py": src + quiet}, preview=True) if f.code == "SC001"] == []
     found = [f for f in lint_files({"m.py": src + launchers.replace("FLAG", "True")}, preview=True) if f.code == "SC001"]
     assert len(found) == 1 and not found[0].preview, found
+
+
+LIKE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(out_ptr, x_ptr, stride_x, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride_x + cols, mask=cols < n_cols)
+    tl.store(out_ptr + row * n_cols + cols, x * 2, mask=cols < n_cols)
+
+
+def _scale(x):
+    out = torch.empty_like(x)
+    _scale_kernel[(x.shape[0],)](out, x, x.stride(0), x.shape[1], BLOCK=1024)
+    return out
+'''
+
+
+@pytest.mark.parametrize(
+    "view, reported",
+    [
+        ("x[:, :8]", False),  # a slice has gaps: `empty_like` of it is contiguous
+        ("x.t()", True),  # a transpose is dense: `empty_like` keeps its strides
+    ],
+)
+def test_empty_like_of_a_view_keeps_its_strides_only_when_dense(lint_files, view, reported):
+    src = LIKE + f"\n\ndef scale(x):\n    return _scale({view})\n"
+    found = [f for f in lint_files({"m.py": src}, preview=True) if f.code == "SC003"]
+    assert bool(found) == reported, [f.message for f in found]

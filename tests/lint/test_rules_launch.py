@@ -719,6 +719,9 @@ def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
         ("cache = torch.zeros(4, other.shape[1])", "preview"),
         # from constants: whether it is wide enough is exactly what the launcher never checks
         ("cache = torch.zeros(4, 301)", "default"),
+        ("n_rows, width = 4, 301\n    cache = torch.zeros(n_rows, width)", "default"),
+        # from a parameter: sized by the caller's own caller, out of view
+        ("cache = torch.zeros(rows, 301)", "preview"),
         # a caller that makes a copy passes on its own argument's width
         ("cache = other.contiguous()", "default"),
         # a view of its own argument: how wide that is, nothing in view shows
@@ -727,7 +730,7 @@ def test_sc005_pointer_table_from_an_unknown_call_is_not_judged(tmp_path):
 )
 def test_sc007_tier_follows_how_the_callers_size_the_written_tensor(tmp_path, caller, tier):
     launcher = _copy_launcher("pass").replace("def copy_into(", "def _copy_into(")
-    user = f"\n\ndef step(logits, other):\n    {caller}\n    _copy_into(cache, logits)\n    return cache\n"
+    user = f"\n\ndef step(logits, other, rows=4):\n    {caller}\n    _copy_into(cache, logits)\n    return cache\n"
     found = [f for f in lint_tree(tmp_path, {"m.py": launcher + user}, preview=True) if f.code == "SC007"]
     assert len(found) == 1, found
     assert found[0].preview == (tier == "preview"), found[0].message
