@@ -59,6 +59,7 @@ import torch
 import triton
 import triton.language as tl
 
+from guarded_kernels._interpreter import quiet_interpreter
 from guarded_kernels.noise import (
     interpreting,
     neg_log2_exponential,
@@ -776,6 +777,7 @@ def _exchange_scratch(device: torch.device, num_reqs: int, num_units: int):
     out_tokens=Tensor("Q *", dtype=torch.int64, inner_stride=None, writes=True),
     out_num_accepted=Tensor("Q", dtype=torch.int32, inner_stride=None, writes=True),
 )
+@quiet_interpreter
 def rejection_sample(
     target_logits: torch.Tensor,
     draft_logits: torch.Tensor | None,

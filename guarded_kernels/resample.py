@@ -47,6 +47,7 @@ import torch
 import triton
 import triton.language as tl
 
+from guarded_kernels._interpreter import quiet_interpreter
 from guarded_kernels._common import (
     FLOATS,
     INTS,
@@ -883,6 +884,7 @@ def _launchers(plan: ResamplePlan, has_draft: bool) -> tuple[Launcher, ...]:
     pos=Tensor("N", dtype=torch.int64, inner_stride=None),
     draft_vocab_size="Vd",
 )
+@quiet_interpreter
 def resample(
     target_logits: torch.Tensor,
     draft_logits: torch.Tensor | None,

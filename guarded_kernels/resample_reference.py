@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from guarded_kernels._interpreter import quiet_interpreter
 from guarded_kernels.noise import VERIFY_STREAM, neg_log2_exponential, row_key, token_hash
 
 from stridecheck import Tensor, stride_guard
@@ -145,6 +146,7 @@ def resample_reference_kernel(
     pos=Tensor("N", dtype=torch.int64, inner_stride=None),
     draft_vocab_size="Vd",
 )
+@quiet_interpreter
 def resample_reference(target_logits, draft_logits, draft_tokens, num_accepted, cu_num_logits, idx_mapping,
                        temperature, seed, pos, *, draft_vocab_size: int | None = None) -> torch.Tensor:
     """Each request's replacement or bonus token, ``[Q]`` int64 in ``[0, V)``: the draw of

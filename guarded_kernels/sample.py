@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from guarded_kernels._interpreter import quiet_interpreter
 from guarded_kernels._common import (
     FLOATS,
     INTS,
@@ -624,6 +625,7 @@ def _check_index_tensor(name: str, t: torch.Tensor) -> None:
     logits_cache=Tensor("R S >=V", dtype=FLOATS, writes=True),
     logits_cache_source=Tensor("T V", dtype=FLOATS),
 )
+@quiet_interpreter
 def gumbel_sample(
     logits: torch.Tensor,
     idx_mapping: torch.Tensor,

@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from guarded_kernels._interpreter import quiet_interpreter
 from guarded_kernels.noise import DRAFT_STREAM, VERIFY_STREAM, neg_log2_exponential, row_key, token_hash
 from stridecheck import Tensor, stride_guard
 
@@ -89,6 +90,7 @@ def sample_reference_kernel(
     seed=Tensor("R", dtype=torch.int64, inner_stride=None),
     pos=Tensor("T", dtype=torch.int64, inner_stride=None),
 )
+@quiet_interpreter
 def gumbel_sample_reference(
     logits: torch.Tensor,
     idx_mapping: torch.Tensor,
