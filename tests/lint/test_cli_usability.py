@@ -196,7 +196,7 @@ def test_newer_syntax_is_reported_as_needing_a_newer_python(cli, tmp_path):
     assert bad["message"].startswith("syntax error")
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 11), reason="except* is valid from Python 3.11")
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="only before Python 3.11, where except* is a syntax error")
 def test_except_star_needs_311(cli, tmp_path):
     write(tmp_path / "k.py", "import triton\ntry:\n    pass\nexcept* ValueError:\n    pass\n")
     (f,) = json.loads(cli(["lint", "--no-cache", "--format", "json", "k.py"], cwd=tmp_path).out)

@@ -39,7 +39,7 @@ CASE_FILES = sorted(p for p in CASES.glob("*.py"))
 
 # An extra layer: the cases are read in place from the shared folder beside the checkout.
 pytestmark = pytest.mark.skipif(
-    not CASES.is_dir(), reason=f"the shared cases are not there ({CASES}); set STRIDECHECK_CASES to run them"
+    not CASES.is_dir(), reason=f"the shared cases are not there ({CASES}); set STRIDECHECK_SHARED=/path/to/shared to run them"
 )
 
 # The argument of the launcher each buggy case's fault is about: the test's oracle. A case file
