@@ -73,13 +73,27 @@ def _where(launch) -> str:
 def caller_layout(tree, model, qualname: str, param: str, depth: int = 0, seen=None) -> Layout:
     """The layout of parameter ``param`` of function ``qualname`` (in ``model``), from its callers."""
     info = model.functions.get(qualname)
+    if info is not None and not info.guarded and param in info.contiguous_params:
+        return Layout(PACKED, f"a decorator of `{qualname}` makes `{param}` contiguous")
+    return _walk_callers(
+        tree, model, qualname, param, depth, seen, "layout",
+        lambda m, q, seen: caller_layout(tree, m, q, param, depth + 1, seen),
+        lambda cm, site, info, seen: _fact_layout(tree, cm, site, _bound(site, info, param), depth, seen),
+    )
+
+
+def _walk_callers(tree, model, qualname: str, param: str, depth: int, seen, tag: str, follow, judge) -> Layout:
+    """The walk :func:`caller_layout` and :func:`caller_width` share: a guarded function settles
+    it; a function seen before on this path, callers too far up or out of view say nothing; a
+    ``@register(entry, ...)`` body is followed (``follow(model, qualname, seen)``) to its entry;
+    a function without callers is judged as an entry point; else every call site is judged
+    (``judge(model, site, info, seen)``) and the verdicts combined."""
+    info = model.functions.get(qualname)
     if info is None or param not in info.params:
         return Layout(UNKNOWN)
     if info.guarded:
         return Layout(PACKED, f"`{qualname}` is guarded by `@stride_guard`")
-    if param in info.contiguous_params:
-        return Layout(PACKED, f"a decorator of `{qualname}` makes `{param}` contiguous")
-    key = (id(model), qualname, param)
+    key = (id(model), qualname, param, tag)
     seen = seen or set()
     if key in seen:
         return Layout(UNKNOWN)
@@ -89,17 +103,13 @@ def caller_layout(tree, model, qualname: str, param: str, depth: int = 0, seen=N
         # `@register(entry, backend=...)`: this body runs where `entry` is called, with its arguments.
         target = tree.resolve_function(model, info.alternative_of, qualname)
         if target is not None and param in target[0].functions[target[1]].params:
-            return caller_layout(tree, target[0], target[1], param, depth + 1, seen)
+            return follow(target[0], target[1], seen)
         return Layout(UNKNOWN, f"`{qualname}` is another body of `{info.alternative_of}`, whose callers are out of sight")
     if not sites:
         return _entry_layout(tree, model, info, param)
     if depth >= MAX_DEPTH:
         return Layout(UNKNOWN, f"the callers of `{qualname}` are too far up")
-    got = []
-    for cm, site in sites:
-        fact = _bound(site, info, param)
-        got.append(_fact_layout(tree, cm, site, fact, depth, seen))
-    return combine(got)
+    return combine([judge(cm, site, info, seen) for cm, site in sites])
 
 
 def _entry_layout(tree, model, info, param: str) -> Layout:
@@ -140,34 +150,13 @@ def caller_width(tree, model, qualname: str, param: str, source: str | None, dep
     names no tensor's extent reaches, or it comes unchecked from an entry point; ``unknown`` as in
     :func:`caller_layout`. Contiguity says nothing of width, so a caller's ``.contiguous()`` is
     followed to what it copies."""
-    info = model.functions.get(qualname)
-    if info is None or param not in info.params:
-        return Layout(UNKNOWN)
-    if info.guarded:
-        return Layout(PACKED, f"`{qualname}` is guarded by `@stride_guard`")
-    key = (id(model), qualname, param, "width")
-    seen = seen or set()
-    if key in seen:
-        return Layout(UNKNOWN)
-    seen = seen | {key}
-    sites = tree.callers_of(model, qualname) if tree is not None else []
-    if not sites and info.alternative_of and tree is not None:
-        target = tree.resolve_function(model, info.alternative_of, qualname)
-        if target is not None and param in target[0].functions[target[1]].params:
-            tinfo = target[0].functions[target[1]]
-            tsource = source if source in tinfo.params else None
-            return caller_width(tree, target[0], target[1], param, tsource, depth + 1, seen)
-        return Layout(UNKNOWN, f"`{qualname}` is another body of `{info.alternative_of}`, whose callers are out of sight")
-    if not sites:
-        return _entry_layout(tree, model, info, param)
-    if depth >= MAX_DEPTH:
-        return Layout(UNKNOWN, f"the callers of `{qualname}` are too far up")
-    got = []
-    for cm, site in sites:
-        fact = _bound(site, info, param)
-        src = _bound(site, info, source) if source else None
-        got.append(_width_fact(tree, cm, site, fact, src, depth, seen))
-    return combine(got)
+    return _walk_callers(
+        tree, model, qualname, param, depth, seen, "width",
+        lambda m, q, seen: caller_width(tree, m, q, param, source if source in m.functions[q].params else None,
+                                        depth + 1, seen),
+        lambda cm, site, info, seen: _width_fact(tree, cm, site, _bound(site, info, param),
+                                                 _bound(site, info, source) if source else None, depth, seen),
+    )
 
 
 def _width_fact(tree, model, site, fact, src, depth, seen) -> Layout:
