@@ -183,11 +183,8 @@ def _mention(raw: bytes, at: int, needle: bytes, in_init: bool) -> str | None:
     aliased = after.startswith(b"as ")
     if line.startswith((b"from ", b"import ")) and not aliased:
         return None
-    if in_init and not aliased:
-        bare = line.rstrip(b",").strip() == needle
-        quoted = at > 0 and raw[at - 1:at] in (b'"', b"'")
-        if bare or quoted:
-            return None  # a name in a multi-line import's list, or in `__all__`
+    if in_init and not aliased and line.rstrip(b",").strip() == needle:
+        return None  # a name in a multi-line import's list (`__all__`'s strings are strings)
     if re.search(rb"regist|custom_op|\.impl\(|library", line):
         return "registered"
     return "use"
@@ -197,28 +194,26 @@ def _ident_byte(b: int) -> bool:
     return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122
 
 
-def _package_root(path: str) -> str:
+def _package_root(path: str, known: dict[str, bool] | None = None) -> str:
     """The outermost package above ``path`` (see :func:`~stridecheck.lint.engine.import_root`):
     the topmost directory holding an ``__init__.py`` reached through directories whose names are
-    identifiers; the file's own directory when it is in none."""
+    identifiers; the file's own directory when it is in none. ``known`` caches, per directory,
+    whether it holds an ``__init__.py`` (one run's :class:`Tree` keeps one)."""
     from stridecheck.lint.engine import import_root
 
     here = os.path.dirname(path)
-    root = import_root(here, _PACKAGE_DIRS)
+    root = import_root(here, known)
     if root is None:
         return here
     rel = os.path.relpath(here, root).split(os.sep)
     return os.path.join(root, rel[0])
 
 
-_PACKAGE_DIRS: dict[str, bool] = {}  # directory -> holds an `__init__.py` (one run reads each once)
-
-
-def private_path(path: str) -> bool:
+def private_path(path: str, known: dict[str, bool] | None = None) -> bool:
     """Whether a module sits under a private package (a directory named `_x`, not a dunder)
     inside its package: its functions are the package's internals, whatever their names."""
     abspath = os.path.abspath(path)
-    root = _package_root(abspath)
+    root = _package_root(abspath, known)
     rel = os.path.relpath(abspath, os.path.dirname(root)).replace("\\", "/").split("/")
     return any(p.startswith("_") and not p.startswith("__") for p in rel)
 
@@ -296,6 +291,7 @@ class Tree:
         self._modelled = {os.path.abspath(m.path) for m in self.models}
         self._packages: dict[str, tuple[bytes, list[int], list[str]]] = {}
         self._uses: dict[tuple[str, str], tuple[str, str, int] | None] = {}
+        self.package_dirs: dict[str, bool] = {}  # directory -> holds an `__init__.py`
 
     # -- the host side's call graph
 
@@ -342,7 +338,7 @@ class Tree:
         The package is the outermost directory with an ``__init__.py`` above the module (see
         :func:`_package_root`); its tests, benchmarks and examples are not read, and an import or
         a re-export is not a use (:func:`_mention`)."""
-        root = _package_root(os.path.abspath(model.path))
+        root = _package_root(os.path.abspath(model.path), self.package_dirs)
         key = (root, name)
         if key in self._uses:
             return self._uses[key]

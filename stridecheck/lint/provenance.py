@@ -129,7 +129,7 @@ def _entry_layout(tree, model, info, param: str) -> Layout:
         return Layout(LATENT, f"`{param}` comes unchecked from `{q}`, a public entry point")
     from stridecheck.lint.linker import private_path
 
-    if private_path(model.path):
+    if private_path(model.path, tree.package_dirs):
         return Layout(UNKNOWN, f"`{q}` is in a private module and no caller of it is in view")
     cls, _, name = q.rpartition(".")
     use = tree.use_elsewhere(model, cls or name)
@@ -324,18 +324,13 @@ def _extent_tensors(o: ArgOrigin) -> set[str]:
 _EXTENT_TEXT = re.compile(r"([A-Za-z_][\w.]*)\.(?:shape\b|size\(|numel\()")
 
 
-def foreign_extent(launches, pointer: str, sizes) -> Layout | None:
+def foreign_extent(launches, pointer: str, sizes):
     """A size that a launch builds from another tensor's extents (`step * n_vocab` on `cache`,
     `n_vocab = logits.shape[1]`): wrong for any layout of the pointer's tensor whose extent
     differs, contiguous or not (the founding bug: a cache one column wider than the logits).
-    An allocation is made with the extents it is addressed by, so it is never foreign."""
-    hit = _foreign(launches, pointer, sizes)
-    return hit[0] if hit is not None else None
-
-
-def _foreign(launches, pointer: str, sizes):
-    """(the verdict of :func:`foreign_extent`, the launch, the size's origin) of the first launch
-    that builds a size from another tensor's extents; None when none does."""
+    An allocation is made with the extents it is addressed by, so it is never foreign.
+    (a ``live`` verdict naming the size, the launch, the size's origin) of the first launch that
+    builds one; None when none does."""
     for bl in launches:
         o = bl.bound.get(pointer)
         if o is None or o.kind is not OriginKind.TENSOR or not o.tensor or o.fresh:
@@ -380,7 +375,7 @@ def step_layout(tree, launches, pointer: str, sizes) -> Layout:
     extent is ``live`` (see :func:`foreign_extent`); packing settles it only where the sizes are
     the tensor's own extents (a contiguous `[R, B, 8]` buffer stepped by a `top_k` of 5 is still
     misread); else as :func:`kernel_layout`."""
-    hit = _foreign(launches, pointer, sizes)
+    hit = foreign_extent(launches, pointer, sizes)
     if hit is not None:
         # A foreign extent is right exactly while the tensor is as wide as the other one: the
         # width question of :func:`width_of`. Allocated by every caller from tensors' extents, it
