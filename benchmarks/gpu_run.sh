@@ -40,7 +40,7 @@ stamp "distribution tests rc=$? $(tail -1 "$OUT/distribution_tests.txt")"
 
 stamp "kernel tests through Triton's own launch path"
 GUARDED_KERNELS_DIRECT_LAUNCH=0 timeout "$(limit 75)" python -m pytest tests/kernels/test_gumbel_sample.py \
-  tests/kernels/test_resample.py tests/kernels/test_reference_kernels.py -q -p no:cacheprovider -n 4 -rfE \
+  tests/kernels/test_resample.py tests/kernels/test_rejection.py tests/kernels/test_reference_kernels.py -q -p no:cacheprovider -n 4 -rfE \
   > "$OUT/kernel_tests_jit_path.txt" 2>&1
 stamp "jit-path tests rc=$? $(tail -1 "$OUT/kernel_tests_jit_path.txt")"
 

@@ -12,7 +12,8 @@ float32 and bfloat16:
 ``us_graph``: median per-call time over CUDA-graph replays (one call per input buffer, buffers
 rotated so that repeated calls do not read from L2). ``us_eager``: wall time of back-to-back
 eager calls with one synchronize at the end, per call (host cost included: where the GPU is
-faster than the host, this is the host's time per call). The peer is the folder given by
+faster than the host, this is the host's time per call); the implementations of a case take
+turns in rounds (median of 7), so the host's drift hits all alike. The peer is the folder given by
 ``--peer`` (default ``.peer``, a copy of ``../shared/peer``; never committed): its rows are left
 out when it is absent. ``--old DIR`` also measures the package in another checkout (a previous
 commit) in the same process, as ``guarded_kernels@old.<function>``. ``--plan FIELD=VALUE``
@@ -92,20 +93,26 @@ def graph_us(fns, replays: int = 20) -> float:
     return statistics.median(times)
 
 
-def eager_us(fns, calls: int = 200, reps: int = 5) -> float:
-    """Median over ``reps`` of the wall time of ``calls`` back-to-back eager calls and one
-    synchronize, per call."""
-    for fn in fns:
-        fn()
-    xs = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for i in range(calls):
-            fns[i % len(fns)]()
-        torch.cuda.synchronize()
-        xs.append((time.perf_counter() - t0) * 1e6 / calls)
-    return statistics.median(xs)
+def eager_us(table: dict, calls: int = 200, reps: int = 7) -> dict:
+    """Per implementation (``table``: name -> its calls, one per input set), the median over
+    ``reps`` rounds of the wall time of ``calls`` back-to-back eager calls and one synchronize,
+    per call. The implementations take turns within each round, in an order rotated every round,
+    so drift of the host's speed hits all alike."""
+    names = list(table)
+    for fns in table.values():
+        for fn in fns:
+            fn()
+    xs: dict = {name: [] for name in names}
+    for r in range(reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fns = table[name]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for i in range(calls):
+                fns[i % len(fns)]()
+            torch.cuda.synchronize()
+            xs[name].append((time.perf_counter() - t0) * 1e6 / calls)
+    return {name: statistics.median(v) for name, v in xs.items()}
 
 
 def buffers(V: int, rows: int, elt: int) -> int:
@@ -190,7 +197,7 @@ def run(ts, vs, dtypes, table: dict) -> list[dict]:
         dtype = DTYPES[dname]
         for T in ts:
             for V in vs:
-                sets = {}
+                sets, fns_of, rows_here = {}, {}, {}
                 for name, (kind, call) in table.items():
                     if kind not in sets:
                         make = gumbel_inputs if kind == "gumbel" else resample_inputs
@@ -198,10 +205,18 @@ def run(ts, vs, dtypes, table: dict) -> list[dict]:
                         sets[kind] = [make(T, V, dtype, b) for b in range(buffers(V, per, dtype.itemsize))]
                     fns = [lambda d=d, call=call: call(d) for d in sets[kind]]
                     try:
-                        row = dict(impl=name, dtype=dname, T=T, V=V, us_graph=round(graph_us(fns), 2),
-                                   us_eager=round(eager_us(fns), 2))
+                        rows_here[name] = dict(impl=name, dtype=dname, T=T, V=V, us_graph=round(graph_us(fns), 2))
+                        fns_of[name] = fns
                     except Exception as exc:  # one implementation failing must not lose the table
-                        row = dict(impl=name, dtype=dname, T=T, V=V, error=f"{type(exc).__name__}: {exc}"[:300])
+                        rows_here[name] = dict(impl=name, dtype=dname, T=T, V=V,
+                                               error=f"{type(exc).__name__}: {exc}"[:300])
+                try:
+                    for name, us in eager_us(fns_of).items():
+                        rows_here[name]["us_eager"] = round(us, 2)
+                except Exception as exc:  # noqa: BLE001 - the graph timings are kept
+                    for name in fns_of:
+                        rows_here[name]["error"] = f"eager: {type(exc).__name__}: {exc}"[:300]
+                for row in rows_here.values():
                     print(json.dumps(row), flush=True)
                     rows.append(row)
                 del sets
@@ -214,7 +229,8 @@ def write_md(path: Path, meta: dict, rows: list[dict]) -> None:
     lines = [
         "# Sampling speed beside the peer", "",
         f"{meta['device']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}, commit {meta['commit']}. "
-        "us_graph: median per call over CUDA-graph replays; us_eager: back-to-back eager calls and one synchronize, "
+        "us_graph: median per call over CUDA-graph replays; us_eager: back-to-back eager calls and one synchronize, the "
+        "implementations of a case taking turns (median of 7 rounds), "
         "per call (guard on, host cost included).", "",
         "| impl | dtype | T | V | us_graph | us_eager |", "|---|---|---:|---:|---:|---:|",
     ]

@@ -60,6 +60,8 @@ import triton
 import triton.language as tl
 
 from guarded_kernels._interpreter import quiet_interpreter
+from guarded_kernels._launch import Launcher
+from guarded_kernels._workspace import _stream_id
 from guarded_kernels.noise import (
     interpreting,
     neg_log2_exponential,
@@ -687,6 +689,7 @@ class _Plan(NamedTuple):
     num_splits: int
     exchange: bool
     meta: dict
+    launch: Launcher
 
 
 @functools.lru_cache(maxsize=256)
@@ -729,8 +732,18 @@ def _plan(config_fn, pdl_fn, regs_fn, num_reqs: int, num_steps: int, vocab_size:
         meta["maxnreg"] = cap
     if pdl_fn(num_reqs, device):
         meta.update(PDL=1, launch_pdl=True)
-    grid = (num_reqs * splits,) if exchange else (num_reqs,)
-    return _Plan(grid, num_units, per_program, splits, exchange, meta)
+    grid = (num_reqs * splits, 1) if exchange else (num_reqs, 1)
+    options = {k: meta[k] for k in _LAUNCH_OPTIONS if k in meta}
+    launch = Launcher(_rejection_kernel, {k: v for k, v in meta.items() if k not in _LAUNCH_OPTIONS}, options)
+    return _Plan(grid, num_units, per_program, splits, exchange, meta, launch)
+
+
+# Keys of a plan's `meta` that are launch options, not constexprs.
+_LAUNCH_OPTIONS = ("num_warps", "maxnreg", "launch_pdl")
+# Every runtime parameter is unspecialised (`_JIT_OPTIONS`): a compiled kernel serves any values
+# and, where Triton can be told so, any pointer alignment; it still differs by the tensors' dtypes
+# and by whether each integer fits in 32 bits.
+_ALIGNMENT_FREE = "do_not_specialize_on_alignment" in _JIT_OPTIONS
 
 
 _scratch: dict = {}
@@ -746,8 +759,7 @@ def _exchange_scratch(device: torch.device, num_reqs: int, num_units: int):
     resets its counter, the last ticket the dispenser); ``stats`` and ``slots`` need no resting
     value (a launch writes every word it reads). Grown by a fresh allocation when too small; under
     CUDA-graph capture a first allocation is captured with its fill, so warm up before capturing."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream)
+    key = (device, _stream_id(device))
     entry = _scratch.get(key)
     if entry is None or entry[3] < num_reqs or entry[4] < num_units:
         reqs = max(num_reqs, 256 if entry is None else entry[3])
@@ -918,40 +930,21 @@ def rejection_sample(
     t_s0 = target_logits.stride()[0]
     k_s0, k_s1 = draft_tokens.stride()
     o_s0, o_s1 = out_tokens.stride()
-    _rejection_kernel[plan.grid](
-        target_logits,
-        t_s0,
-        draft,
-        d0,
-        d1,
-        draft_tokens,
-        k_s0,
-        k_s1,
-        cu_num_logits,
-        cu_num_logits.stride()[0],
-        idx_mapping,
-        idx_mapping.stride()[0],
-        temperature,
-        temperature.stride()[0],
-        seed,
-        seed.stride()[0],
-        pos,
-        pos.stride()[0],
-        out_tokens,
-        o_s0,
-        o_s1,
-        out_num_accepted,
-        out_num_accepted.stride()[0],
-        stats,
-        best,
-        done,
-        num_reqs,
-        num_steps,
-        vocab_size,
-        vd,
-        plan.num_units,
-        plan.units_per_program,
-        plan.num_splits,
-        **plan.meta,
-    )
+    c_s0, i_s0, tp_s0, sd_s0, p_s0, a_s0 = (cu_num_logits.stride()[0], idx_mapping.stride()[0],
+                                            temperature.stride()[0], seed.stride()[0], pos.stride()[0],
+                                            out_num_accepted.stride()[0])
+    args = (target_logits, t_s0, draft, d0, d1, draft_tokens, k_s0, k_s1, cu_num_logits, c_s0, idx_mapping, i_s0,
+            temperature, tp_s0, seed, sd_s0, pos, p_s0, out_tokens, o_s0, o_s1, out_num_accepted, a_s0, stats, best,
+            done, num_reqs, num_steps, vocab_size, vd, plan.num_units, plan.units_per_program, plan.num_splits)
+    # What a compiled kernel depends on beyond the plan (see _ALIGNMENT_FREE): the dtypes, and 32-bit
+    # integers (the strides and extents are the only integers that could leave that range).
+    ints = (t_s0, d0, d1, k_s0, k_s1, c_s0, i_s0, tp_s0, sd_s0, p_s0, o_s0, o_s1, a_s0, vocab_size)
+    key = None
+    if max(ints) < 2**31 and min(ints) >= -(2**31) and (_ALIGNMENT_FREE or not (
+            target_logits.data_ptr() | draft.data_ptr() | draft_tokens.data_ptr() | cu_num_logits.data_ptr()
+            | idx_mapping.data_ptr() | temperature.data_ptr() | seed.data_ptr() | pos.data_ptr()
+            | out_tokens.data_ptr() | out_num_accepted.data_ptr() | stats.data_ptr() | best.data_ptr()
+            | done.data_ptr()) & 15):
+        key = (target_logits.dtype, draft.dtype, draft_tokens.dtype, cu_num_logits.dtype, idx_mapping.dtype)
+    plan.launch(plan.grid, key, args)
     return RejectionResult(out_tokens, out_num_accepted)

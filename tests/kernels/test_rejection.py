@@ -932,7 +932,7 @@ def test_launch_plan_policy(monkeypatch):
                 assert p.units_per_program * 2048 <= columns, (dtype, V, T)
                 assert (p.num_splits - 1) * p.units_per_program < p.num_units <= p.num_splits * p.units_per_program
                 assert p.meta["TICKETS"] == (T * p.num_splits > 132) and p.meta["maxnreg"] == 64
-                assert p.grid == (T * p.num_splits,) and p.exchange == (p.num_splits > 1)
+                assert p.grid == (T * p.num_splits, 1) and p.exchange == (p.num_splits > 1)
     assert plan(1, 262_144, torch.float32).num_splits == 128 and not plan(1, 262_144, torch.float32).meta["TICKETS"]
     assert plan(1024, 262_144, torch.float32).num_splits == 32 and plan(1024, 262_144, torch.bfloat16).num_splits == 16
     assert plan(1, 32_000, torch.float32).num_splits == 16  # one unit each
