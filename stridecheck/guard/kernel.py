@@ -5,9 +5,10 @@ kernel's own signature), in three steps:
 
 1. **The signature.** It reads, for every tensor the contract judges, ``.shape``, its strides
    (``True`` for a contiguous tensor: no check reads what sets such a tensor apart from another
-   of its shape, the strides of its size-1 dims) and ``.device`` when there are two or more, and
-   the value of every other parameter a check reads (steps, store bounds, branch conditions;
-   constexprs included), into one tuple.
+   of its shape, the strides of its size-1 dims), its device when there are two or more (the
+   index, an int; the device itself where the index is -1, off CUDA-like devices), and the value
+   of every other parameter a check reads (steps, store bounds, branch conditions; constexprs
+   included), into one tuple.
 2. **The table.** That tuple keys a dict of verdicts (a verdict is a tuple of violations, empty
    for a valid launch). A repeated signature costs the reads and one dict lookup.
 3. **A new signature** first runs a straight-line test that can only accept: each step of each
@@ -198,7 +199,8 @@ def _key_parts(contract) -> tuple[list[str], list[str], list[str]]:
                 f"{t} = {b}.stride()",
                 f"_sg_ds{i} = tuple({name}.shape)",
                 f"_sg_dt{i} = tuple({name}.strides)",
-                f"{d} = {b}.device",
+                f"{d} = {b}.get_device()",
+                f"if {d} < 0: {d} = {b}.device",
             ]
             none = f"{b} = {s} = {t} = {d} = _sg_ds{i} = _sg_dt{i} = None"
             parts += [s, t, f"_sg_ds{i}", f"_sg_dt{i}"]
@@ -207,15 +209,18 @@ def _key_parts(contract) -> tuple[list[str], list[str], list[str]]:
             # strides no check reads): `is_contiguous()` is a flag read, `stride()` builds a tuple.
             body = [f"{s} = {name}.shape", f"{t} = {name}.is_contiguous() or {name}.stride()"]
             if multi:
-                body.append(f"{d} = {name}.device")
+                # A device index is an int (cheaper to read than a torch.device, and to hash); off
+                # CUDA-like devices (index -1) the device itself, so that the CPU and `meta` differ.
+                body.append(f"{d} = {name}.get_device()")
+                body.append(f"if {d} < 0: {d} = {name}.device")
             none = f"{s} = {t} = {d} = None"
             parts += [s, t]
         fast += body
         guarded += [f"if {name} is None or {name} is _sg_M: {none}", "else:", *("    " + x for x in body)]
         devices.append(d)
     if multi and len(devices) > 1:
-        # Whether all tensors share a device is what a check reads, not which device it is.
-        parts.append(" and ".join(f"{devices[0]} == {d}" for d in devices[1:]))
+        # Which devices, as read above: keying on them costs less than comparing them.
+        parts += devices
     for name in reads:
         if name in pointers:
             continue
