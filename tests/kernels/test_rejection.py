@@ -912,7 +912,8 @@ def test_gpu_distribution_at_a_real_vocabulary(device, dtype):
 def test_launch_plan_policy(monkeypatch):
     # The shipped plan on a 132-multiprocessor GPU (launch_config, _plan): 1,024 columns / 8 warps,
     # units of 2,048; about four programs per multiprocessor at small batches, chunks of at most
-    # 8,192 columns (float32) / 16,384 (16-bit) at large ones; never more programs per request than
+    # 8,192 columns (float32) / 16,384 (16-bit) at large ones, from 64 to 256 requests units of
+    # 4,096 and chunks of at most 32,768 columns; never more programs per request than
     # multiprocessors or units (the exchange's residency bound); the program id instead of tickets
     # only while the whole grid has one program per multiprocessor at most; a 64-register cap;
     # and on the CPU one program per request, no exchange, no cap.
@@ -923,13 +924,15 @@ def test_launch_plan_policy(monkeypatch):
         return rej_mod._plan(rej_mod.launch_config, lambda *a: False, rej_mod.max_registers, T, 1, V, dtype, device,
                              True, False)
 
-    for dtype, columns in ((torch.float32, 8192), (torch.bfloat16, 16384)):
+    for dtype, narrow in ((torch.float32, 8192), (torch.bfloat16, 16384)):
         for V in (32_000, 151_936, 262_144):
             for T in (1, 8, 64, 256, 1024):
                 p = plan(T, V, dtype)
-                assert p.num_units == -(-V // 2048) and p.meta["BLOCK"] == 1024 and p.meta["num_warps"] == 8
+                unit, columns = (4096, 32768) if 64 <= T <= 256 else (2048, narrow)
+                assert p.num_units == -(-V // unit) and p.meta["BLOCK"] == 1024 and p.meta["num_warps"] == 8
+                assert p.meta["UNIT_BLOCKS"] == unit // 1024
                 assert 1 <= p.num_splits <= min(132, p.num_units)
-                assert p.units_per_program * 2048 <= columns, (dtype, V, T)
+                assert p.units_per_program * unit <= columns, (dtype, V, T)
                 assert (p.num_splits - 1) * p.units_per_program < p.num_units <= p.num_splits * p.units_per_program
                 assert p.meta["TICKETS"] == (T * p.num_splits > 132) and p.meta["maxnreg"] == 64
                 assert p.grid == (T * p.num_splits, 1) and p.exchange == (p.num_splits > 1)
