@@ -14,7 +14,7 @@ Contract (the engine in ``stridecheck.lint.engine`` relies on exactly this):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from stridecheck.lint.model import Finding, ModuleModel
@@ -48,10 +48,12 @@ def build_module_model(
 
 
 def check_tree(
-    models: Sequence[ModuleModel], options: AnalysisOptions, errors: list[str] | None = None
+    models: Sequence[ModuleModel], options: AnalysisOptions, errors: list[str] | None = None,
+    codes: Collection[str] | None = None,
 ) -> list[Finding]:
-    """All findings of the tree; with ``errors`` given, a failing rule is recorded there and the
-    other rules still report (see :func:`stridecheck.lint.checks.run_checks`)."""
+    """All findings of the tree (of the rules in ``codes``, when given); with ``errors`` given, a
+    failing rule is recorded there and the other rules still report (see
+    :func:`stridecheck.lint.checks.run_checks`)."""
     from stridecheck.lint.checks import run_checks
 
-    return run_checks(models, options, errors)
+    return run_checks(models, options, errors, codes)

@@ -6,7 +6,7 @@ modules run are exactly those the catalogue names (:func:`check_module_names`)."
 from __future__ import annotations
 
 import traceback
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from importlib import import_module
 from pathlib import Path
 
@@ -20,16 +20,22 @@ def check_module_names() -> tuple[str, ...]:
     return tuple(r.module_name for r in catalogue.load().values() if r.checked_by == "rule")
 
 
-def run_checks(models: Sequence[ModuleModel], options, errors: list[str] | None = None) -> list[Finding]:
-    """Every rule's findings over the tree. With ``errors`` given, a rule that raises is recorded
-    there (``"sc005_stride_mismatch: ValueError: ... (at file:line)"``) and the other rules still
-    run, so one broken rule never hides the findings of the rest; without it, the exception
+def run_checks(models: Sequence[ModuleModel], options, errors: list[str] | None = None,
+               codes: Collection[str] | None = None) -> list[Finding]:
+    """Every rule's findings over the tree, or only the rules in ``codes`` (the others' findings
+    would be dropped unreported). With ``errors`` given, a rule that raises is recorded there
+    (``"sc005_stride_mismatch: ValueError: ... (at file:line)"``) and the other rules still run,
+    so one broken rule never hides the findings of the rest; without it, the exception
     propagates."""
+    from stridecheck.lint import catalogue
     from stridecheck.lint.linker import Tree
 
     tree = Tree(models)
     findings: list[Finding] = []
+    names = {r.module_name: code for code, r in catalogue.load().items()}
     for name in check_module_names():
+        if codes is not None and names.get(name) not in codes:
+            continue
         module = import_module(f"{__name__}.{name}")
         if errors is None:
             findings.extend(module.check(tree, options))
