@@ -1615,11 +1615,32 @@ class _Collector:
                     if isinstance(e, ast.Name) and facts is not None:
                         state.tensors[e.id] = replace(facts, family=e.id, like_of=None)
             return
+        if isinstance(value, (ast.GeneratorExp, ast.ListComp)):
+            value = self._comprehension_items(value, elements)
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements):
             if any(isinstance(e, ast.Starred) for e in (*elements, *value.elts)):
                 return
             for t, v in zip(elements, value.elts):
                 self.assign(t, v, state)
+
+    @staticmethod
+    def _comprehension_items(comp, elements):
+        """``a, b = (t.contiguous() for t in (a, b))`` as the tuple ``(a.contiguous(),
+        b.contiguous())``: a comprehension over a literal tuple of as many items, with no filter,
+        unpacked one item per name. The names are assigned one by one, so an item may not read a
+        name assigned before it (``a, b = (f(t) for t in (b, a))`` is left unknown)."""
+        if len(comp.generators) != 1:
+            return None
+        gen = comp.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name) \
+                or not isinstance(gen.iter, (ast.Tuple, ast.List)) or len(gen.iter.elts) != len(elements) \
+                or any(isinstance(e, ast.Starred) for e in gen.iter.elts):
+            return None
+        items = [_substitute(comp.elt, {gen.target.id: e}) for e in gen.iter.elts]
+        for i, item in enumerate(items):
+            if _free_names(item) & {n for t in elements[:i] for n in _target_names(t)}:
+                return None
+        return ast.Tuple(elts=items, ctx=ast.Load())
 
     # -- expressions
 

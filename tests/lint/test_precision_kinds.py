@@ -1,0 +1,75 @@
+"""Default-tier false findings of issue 18, one kind each (the blind judgement of
+docs/precision.md): the form the launcher or kernel settles, and a near miss that stays a finding."""
+
+from __future__ import annotations
+
+import textwrap
+
+from stridecheck.lint import analysis
+from stridecheck.lint.engine import module_name
+
+OPTS = analysis.AnalysisOptions()
+
+
+def lint(tmp_path, files: dict[str, str], preview: bool = False, codes=("SC001", "SC002", "SC003")):
+    """(file name, line, code) of the findings of ``files`` linted as one tree (rules ``codes``),
+    default tier only unless ``preview``."""
+    models = []
+    for rel, src in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(src))
+    for rel in files:
+        path = tmp_path / rel
+        models.append(analysis.build_module_model(path.read_text(), path=str(path),
+                                                  module=module_name(str(path)), options=OPTS))
+    found = analysis.check_tree(models, OPTS)
+    return sorted((path_name(f.path), f.span.line, f.code) for f in found
+                  if f.code in codes and (preview or not f.preview))
+
+
+def path_name(p: str) -> str:
+    return p.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+# ----------------------------------------------------------------------------- contiguous by comprehension
+
+ROWS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mul_kernel(x_ptr, y_ptr, o_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=m)
+    y = tl.load(y_ptr + row * n_cols + cols, mask=m)
+    tl.store(o_ptr + row * n_cols + cols, x * y, mask=m)
+
+
+def mul(x, y):
+{prep}
+    o = torch.empty_like(x)
+    _mul_kernel[(x.shape[0],)](x, y, o, x.shape[1], BLOCK=128)
+    return o
+'''
+
+
+def test_contiguous_through_unpacked_comprehension(tmp_path):
+    # Every name unpacked from a generator of `.contiguous()` copies is packed, and so is a
+    # tensor allocated like one of them.
+    for prep in ("    x, y = (t.contiguous() for t in (x, y))",
+                 "    x, y = [t.contiguous() for t in (x, y)]"):
+        assert lint(tmp_path, {"mul.py": ROWS.replace("{prep}", prep)}, preview=True) == []
+
+
+def test_comprehension_near_misses_stay(tmp_path):
+    # Swapped names: `y` would be read after `x` was rebound; a filter: the items do not line up.
+    for prep in ("    x, y = (t.contiguous() for t in (y, x))",
+                 "    x, y = (t.contiguous() for t in (x, y) if t is not None)",
+                 "    x, y = (t.t() for t in (x, y))"):
+        got = lint(tmp_path, {"mul.py": ROWS.replace("{prep}", prep)}, preview=True)
+        assert [c for _, _, c in got].count("SC003") >= 1, prep
