@@ -73,3 +73,50 @@ def test_comprehension_near_misses_stay(tmp_path):
                  "    x, y = (t.t() for t in (x, y))"):
         got = lint(tmp_path, {"mul.py": ROWS.replace("{prep}", prep)}, preview=True)
         assert [c for _, _, c in got].count("SC003") >= 1, prep
+
+
+# ----------------------------------------------------------------------------- a unit-stride vector
+
+VECTOR = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _order(tile, n_tiles):
+    return tile % n_tiles
+
+
+@triton.jit
+def _gather_kernel(ids_ptr, x_ptr, o_ptr, n_ids, n_cols, stride_xm, stride_om, BLOCK_M: tl.constexpr):
+    n_tiles = tl.cdiv(n_ids, BLOCK_M)
+    for t in range(0, n_tiles):
+        tile = _order(t, n_tiles)
+        offs = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+        ids = tl.load(ids_ptr + offs)
+        cols = tl.arange(0, 64)
+        v = tl.load(x_ptr + ids[:, None] * stride_xm + cols[None, :], mask=cols[None, :] < n_cols)
+        tl.store(o_ptr + offs[:, None] * stride_om + cols[None, :], v, mask=cols[None, :] < n_cols)
+
+
+def gather(ids, x):
+{check}
+    o = torch.empty((ids.shape[0], x.shape[1]), device=x.device, dtype=x.dtype)
+    _gather_kernel[(1,)](ids, x, o, ids.shape[0], x.shape[1], x.stride(0), o.stride(0), BLOCK_M=32)
+    return o
+'''
+
+
+def test_unit_stride_check_of_a_vector_packs_it(tmp_path):
+    # The kernel reads `ids` as one flat run (sizes only, no stride); the launcher pins its first
+    # stride to 1: a vector with a unit stride is packed.
+    for check in ("    assert ids.stride(0) == 1", "    if ids.stride(0) != 1:\n        raise ValueError('ids')"):
+        assert lint(tmp_path, {"gather.py": VECTOR.replace("{check}", check)}) == []
+
+
+def test_vector_near_misses_stay(tmp_path):
+    # No check, or a check of another stride: `ids` comes unchecked from a public entry point.
+    for check in ("    pass", "    assert ids.stride(-1) == 1", "    assert x.stride(0) == 1"):
+        got = lint(tmp_path, {"gather.py": VECTOR.replace("{check}", check)})
+        assert ("gather.py", 17, "SC003") in got, (check, got)
