@@ -147,7 +147,7 @@ class _State:
     """Facts known at one point of a launcher."""
 
     __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units", "rebound",
-                 "known", "same")
+                 "known", "same", "when")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -169,6 +169,9 @@ class _State:
         # tensor -> (other tensor, dim or None for every dim) whose strides a check shows equal
         # (`assert a.stride() == b.stride()`, `if a.stride(0) != b.stride(0): raise`).
         self.same: dict[str, frozenset] = {}
+        # tensor -> the conditions on a launcher name under which it is contiguous (`if beta != 0:
+        # assert ref.is_contiguous()`), as (name, test, truth, value): see `_condition_key`.
+        self.when: dict[str, frozenset] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -183,6 +186,7 @@ class _State:
         s.rebound = self.rebound
         s.known = dict(self.known)
         s.same = dict(self.same)
+        s.when = dict(self.when)
         return s
 
     def kill(self, name: str) -> None:
@@ -203,6 +207,12 @@ class _State:
             if facts.strides and any(_key_mentions(k, name) for _, k in facts.strides):
                 self.tensors[t] = replace(facts, strides=frozenset(p for p in facts.strides
                                                                    if not _key_mentions(p[1], name)))
+        if self.when:
+            # A condition on `name` spoke of its old value.
+            self.when.pop(name, None)
+            for t, keys in list(self.when.items()):
+                if any(k[0] == name for k in keys):
+                    self.when[t] = frozenset(k for k in keys if k[0] != name)
         if self.same:
             self.same.pop(name, None)
             for other, pairs in list(self.same.items()):
@@ -234,7 +244,8 @@ class _State:
                         like_of=a.like_of if a.like_of == b.like_of else None,
                         strides=a.strides & b.strides,
                     )
-            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS)):
+            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS),
+                              ("when", _ALL_DIMS)):
                 mine, theirs = getattr(out, attr), getattr(s, attr)
                 for key in list(mine):
                     b = theirs.get(key)
@@ -1089,7 +1100,11 @@ class _Collector:
         # `if` does not: neither ends the block as a whole.
         else_exits = self.block(stmt.orelse, else_state, scan) if stmt.orelse else False
         live = [s for s, ex in ((then_state, then_exits), (else_state, else_exits)) if not ex]
-        _assign_state(state, _State.meet(live) if live else state)
+        merged = _State.meet(live) if live else state
+        if len(live) == 2:
+            for arm, truth in ((then_state, True), (else_state, False)):
+                _contiguous_when(merged, arm, _condition_key(stmt.test, truth))
+        _assign_state(state, merged)
 
     def assume(self, test, state: _State, truth: bool) -> None:
         """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()``, ``is_strictly_contiguous(t)``
@@ -1372,8 +1387,17 @@ class _Collector:
             self.add_import(small)
             return
         if isinstance(small, ast.Assert):
-            self.assume(small.test, state, truth=True)
-            self.record_checks(small.test, state)
+            test = small.test
+            if isinstance(test, ast.IfExp):
+                # `assert <check> if <cond> else True`: the check holds where the condition does.
+                for body, other, truth in ((test.body, test.orelse, True), (test.orelse, test.body, False)):
+                    if isinstance(other, ast.Constant) and other.value is True:
+                        arm = state.copy()
+                        self.assume(body, arm, truth=True)
+                        _contiguous_when(state, arm, _condition_key(test.test, truth))
+                return
+            self.assume(test, state, truth=True)
+            self.record_checks(test, state)
             return
         if scan:
             self.find_launches(small, state)
@@ -1975,6 +1999,8 @@ class _Collector:
         known = () if known == _ALL_DIMS else tuple(sorted(known | (facts.strides if facts is not None else frozenset())))
         same = state.same.get(name, frozenset())
         same = () if same == _ALL_DIMS else tuple(sorted(same))
+        when = state.when.get(name, frozenset())
+        when = () if when == _ALL_DIMS else tuple(sorted(when, key=repr))
         param = name if name in self._params and name not in state.rebound else None
         if param is None and facts is not None and facts.family and facts.family in self._params \
                 and facts.family not in state.rebound and not (facts.contiguous or facts.fresh):
@@ -1983,12 +2009,13 @@ class _Collector:
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
                              unit_strides=unit_strides, is_tensor=is_tensor, param=param,
-                             known_strides=known, same_strides=same)
+                             known_strides=known, same_strides=same, contiguous_when=when)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
                          unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype,
-                         inner_strided=facts.inner, known_strides=known, same_strides=same)
+                         inner_strided=facts.inner, known_strides=known, same_strides=same,
+                         contiguous_when=when)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -2294,6 +2321,45 @@ def _substitute(node, mapping: dict):
     return _Substitute(mapping).visit(copy.deepcopy(node))
 
 
+def _condition_key(test, truth: bool):
+    """``test`` being ``truth``, as a condition on one launcher name in the terms of a kernel's
+    ``model.Condition`` (name, test, truth, value): ``beta != 0.0`` true is ``("beta", "eq", False,
+    "0.0")``, ``flag`` false ``("flag", "truthy", False, None)``, ``x is not None`` true ``("x",
+    "none", False, None)``. None for any other test."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    if isinstance(test, ast.Name):
+        return (test.id, "truthy", truth, None)
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(left, ast.Constant) and isinstance(right, ast.Name):
+        left, right = right, left
+    if not isinstance(left, ast.Name) or not isinstance(right, ast.Constant):
+        return None
+    if right.value is None and isinstance(op, (ast.Is, ast.IsNot)):
+        return (left.id, "none", truth == isinstance(op, ast.Is), None)
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right.value, (bool, int, float, str)):
+        return (left.id, "eq", truth == isinstance(op, ast.Eq), repr(right.value))
+    return None
+
+
+def _contiguous_when(state: _State, arm: _State, key) -> None:
+    """Record in ``state`` that the tensors ``arm`` (a path on which ``key`` holds) makes
+    contiguous, and ``state`` does not, are contiguous under ``key``."""
+    if key is None:
+        return
+    for name, facts in arm.tensors.items():
+        if not facts.contiguous:
+            continue
+        have = state.tensors.get(name)
+        if have is not None and have.contiguous:
+            continue
+        got = state.when.get(name, frozenset())
+        if got != _ALL_DIMS:
+            state.when[name] = got | {key}
+
+
 def _free_names(node) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
@@ -2355,7 +2421,7 @@ def _assign_state(dst: _State, src: _State) -> None:
         src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths, src.units,
     )
     dst.rebound = src.rebound
-    dst.known, dst.same = src.known, src.same
+    dst.known, dst.same, dst.when = src.known, src.same, src.when
 
 
 def imports_of(tree: ast.Module, module_name: str | None = None, path: str | None = None) -> dict[str, str]:

@@ -120,3 +120,53 @@ def test_vector_near_misses_stay(tmp_path):
     for check in ("    pass", "    assert ids.stride(-1) == 1", "    assert x.stride(0) == 1"):
         got = lint(tmp_path, {"gather.py": VECTOR.replace("{check}", check)})
         assert ("gather.py", 17, "SC003") in got, (check, got)
+
+
+# ----------------------------------------------------------------------------- contiguous where the branch runs
+
+BRANCH = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kl_kernel(logp_ptr, ref_ptr, out_ptr, L, BETA: tl.constexpr):
+    b = tl.program_id(0)
+    t = tl.program_id(1)
+    logp = tl.load(logp_ptr + b * L + t)
+    loss = -logp
+    if BETA != 0.0:
+        ref = tl.load(ref_ptr + b * L + t)
+        loss += BETA * (ref - logp)
+    tl.store(out_ptr + b * L + t, loss)
+
+
+def kl_loss(logp, ref, beta):
+    assert logp.is_contiguous()
+{check}
+    B, L = logp.shape
+    out = torch.empty_like(logp)
+    _kl_kernel[(B, L)](logp, ref, out, L, BETA=beta)
+    return out
+'''
+
+
+def test_contiguity_checked_under_the_kernels_branch(tmp_path):
+    # The kernel reads `ref` only under `if BETA != 0.0:`, the launch binds BETA to `beta`, and
+    # the launcher checks `ref` wherever `beta != 0.0`.
+    for check in ("    assert (ref is not None and ref.is_contiguous()) if beta != 0.0 else True",
+                  "    assert True if beta == 0.0 else ref.is_contiguous()",
+                  "    if beta != 0:\n        assert ref.is_contiguous()",
+                  "    if beta == 0.0:\n        pass\n    elif not ref.is_contiguous():\n        raise ValueError('ref')"):
+        assert lint(tmp_path, {"kl.py": BRANCH.replace("{check}", check)}) == [], check
+
+
+def test_branch_near_misses_stay(tmp_path):
+    # Checked under another condition, under the opposite one, or for another name.
+    for check in ("    assert ref.is_contiguous() if beta > 0.0 else True",
+                  "    assert ref.is_contiguous() if beta == 0.0 else True",
+                  "    scale = beta\n    if scale != 0.0:\n        assert ref.is_contiguous()\n    beta = 2 * scale",
+                  "    if beta != 0.0:\n        print(ref.is_contiguous())"):
+        got = lint(tmp_path, {"kl.py": BRANCH.replace("{check}", check)})
+        assert ("kl.py", 14, "SC003") in got, (check, got)

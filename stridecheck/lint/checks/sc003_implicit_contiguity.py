@@ -86,6 +86,18 @@ def _unit_vector(bl, pointer: str) -> bool:
     return 0 in o.unit_strides or (o.ndim == 1 and -1 in o.unit_strides)
 
 
+def _packed_where_used(kernel, bl, pointer: str) -> bool:
+    """Every access of ``pointer`` sits under a kernel branch (``if BETA != 0.0:``) whose holding,
+    at launch ``bl``, means the launcher made the tensor contiguous (``assert ref.is_contiguous()
+    if beta != 0.0 else True``, ``BETA=beta``): wherever the kernel touches it, it is packed."""
+    o = bl.bound.get(pointer)
+    if o is None or o.kind is not OriginKind.TENSOR or not o.contiguous_when:
+        return False
+    accesses = [a for a in kernel.accesses if a.pointer == pointer]
+    return bool(accesses) and all(
+        any(o.contiguous_under(c, bl.bound.get(c.param)) for c in a.conditions) for a in accesses)
+
+
 def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
     """Safe advice: `.contiguous()` returns a copy, so never for a tensor the kernel writes (the
     writes would go to the copy) nor for one already contiguous."""
@@ -145,6 +157,8 @@ def check(tree, options):
                 # No size step to report: the innermost dimension's implicit stride of 1 may be
                 # the assumption a launch breaks (one finding per pointer either way).
                 yield from _implicit_unit_stride(model, kernel, p.name, launches, reported)
+                continue
+            if launches and all(_packed_where_used(kernel, bl, p.name) for bl in launches):
                 continue
             passed = [o for o in (bl.bound.get(p.name) for bl in launches) if o is not None]
             if launches and not passed:
