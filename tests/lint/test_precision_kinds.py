@@ -170,3 +170,57 @@ def test_branch_near_misses_stay(tmp_path):
                   "    if beta != 0.0:\n        print(ref.is_contiguous())"):
         got = lint(tmp_path, {"kl.py": BRANCH.replace("{check}", check)})
         assert ("kl.py", 14, "SC003") in got, (check, got)
+
+
+# ----------------------------------------------------------------------------- a registry that checks first
+
+REGISTRY = '''
+import torch
+import triton
+import triton.language as tl
+
+from .registry import ops
+
+
+@triton.jit
+def _double_kernel(x_ptr, o_ptr, d, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + row * d + cols, mask=cols < d)
+    tl.store(o_ptr + row * d + cols, v * 2, mask=cols < d)
+
+
+def _supported(x, scale: float) -> bool:
+    del scale
+    if x.device.type != "cuda" or {test}:
+        return False
+    return x.shape[-1] > 0
+
+
+def _launch(x):
+    o = torch.empty_like(x)
+    _double_kernel[(x.shape[0],)](x, o, x.shape[-1], BLOCK=128)
+    return o
+
+
+@ops.double.register_impl("triton", supports_args=_supported)
+def double_triton({params}) -> torch.Tensor:
+    return _launch(x)
+'''
+
+
+def test_registered_with_a_contiguity_predicate(tmp_path):
+    # The dispatcher asks `_supported(x, scale)` before it calls `double_triton(x, scale)`.
+    src = REGISTRY.replace("{test}", "not x.is_contiguous()").replace("{params}", "x, scale: float")
+    assert lint(tmp_path, {"pkg/__init__.py": "", "pkg/registry.py": "ops = None\n", "pkg/double.py": src}) == []
+
+
+def test_registry_near_misses_stay(tmp_path):
+    # The predicate does not check contiguity, checks it only on one arm, or speaks of a
+    # parameter the function has at another position.
+    for test, params in (("x.ndim == 0", "x, scale: float"),
+                         ("not (x.is_contiguous() or x.ndim == 1)", "x, scale: float"),
+                         ("not x.is_contiguous()", "scale, x")):
+        src = REGISTRY.replace("{test}", test).replace("{params}", params)
+        got = lint(tmp_path, {"pkg/__init__.py": "", "pkg/registry.py": "ops = None\n", "pkg/double.py": src})
+        assert ("double.py", 13, "SC003") in got, (test, params, got)
