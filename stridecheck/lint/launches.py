@@ -216,7 +216,8 @@ class _State:
         if self.same:
             self.same.pop(name, None)
             for other, pairs in list(self.same.items()):
-                kept = pairs if pairs == _ALL_DIMS else pairs - {name}
+                kept = pairs if pairs == _ALL_DIMS else frozenset(
+                    p for p in pairs if p is None or p.split("@")[0] != name)
                 if kept != pairs:
                     self.same[other] = kept
 
@@ -1284,16 +1285,24 @@ class _Collector:
                     if key is not None:
                         _add_known(state, o.tensor, o.dim, key)
                 continue
-            tensor, start, stop = ra
+            tensor, start, stop, via = ra
+            if via is False:
+                continue  # a function of the module that does not return its argument's strides
+            # Through an imported function (`safe_stride(k, 4)`), the fact is kept with the
+            # function's name (`stride:k:0@pkg.utils.safe_stride`, `k@pkg...`), for the tree to
+            # keep where that function returns its argument's strides (`Tree._verify_strides`).
+            mark = via if via and via.startswith("@") else ""
             if rb is not None:
-                other, ostart, ostop = rb
-                if other == tensor:
+                other, ostart, ostop, ovia = rb
+                if other == tensor or ovia != via:
                     continue
                 if start == ostart == 0 and stop is None and ostop is None:
-                    _add_same(state, tensor, other)
+                    _add_same(state, tensor, other, mark)
                 elif stop is not None and ostop is not None and stop - start == ostop - ostart:
                     for i in range(stop - start):
-                        _add_known(state, tensor, start + i, f"stride:{other}:{ostart + i}")
+                        _add_known(state, tensor, start + i, f"stride:{other}:{ostart + i}{mark}")
+            elif via:
+                continue
             elif isinstance(b, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in b.elts):
                 for i, e in enumerate(b.elts):
                     if stop is not None and start + i >= stop:
@@ -1302,9 +1311,13 @@ class _Collector:
                     if key is not None:
                         _add_known(state, tensor, start + i, key)
 
-    def _stride_run(self, node) -> tuple[str, int, int | None] | None:
-        """(tensor, first dim, end dim or None) for ``t.stride()``, ``tuple(t.stride())`` and
-        ``t.stride()[a:b]`` (literal bounds, from the front)."""
+    def _stride_run(self, node) -> tuple[str, int, int | None, str | bool | None] | None:
+        """(tensor, first dim, end dim or None, via) for ``t.stride()``, ``tuple(t.stride())`` and
+        ``t.stride()[a:b]`` (literal bounds, from the front); also for ``f(t, ...)`` and its
+        slices, a function given the tensor first: ``via`` is then the imported function's full
+        name, None for a function of this module that returns ``t.stride()`` (see
+        :func:`returns_strides`), False for one that does not. Two runs through a function
+        compare the strides only when its other arguments are the same (``via`` then holds them)."""
         if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
                 and not node.keywords:
             node = node.args[0]
@@ -1319,7 +1332,21 @@ class _Collector:
         if isinstance(node, ast.Call) and not _nargs(node) and (m := _method(node)) is not None and m[1] == "stride":
             t = self.tensor_name(m[0])
             if t is not None:
-                return t, start, stop
+                return t, start, stop, None
+        if isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred) \
+                and not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
+            fname = dotted(node.func)
+            t = _name(node.args[0])
+            if fname is None or t is None:
+                return None
+            rest = ", ".join([self.text(a) for a in node.args[1:]]
+                             + [f"{k.arg}={self.text(k.value)}" for k in node.keywords])
+            head, _, tail = fname.partition(".")
+            if fname in self.defs:
+                return t, start, stop, f"={fname}({rest})" if returns_strides(self.defs[fname]) else False
+            if head in self.info.imports:
+                full = self.info.imports[head] + ("." + tail if tail else "")
+                return t, start, stop, f"@{full}({rest})"
         return None
 
     @staticmethod
@@ -2389,11 +2416,78 @@ def _add_known(state: _State, tensor: str, dim: int, key: str) -> None:
         state.known[tensor] = got | {(dim, key)}
 
 
-def _add_same(state: _State, a: str, b: str) -> None:
-    for x, y in ((a, b), (b, a)):
+def _add_same(state: _State, a: str, b: str, mark: str = "") -> None:
+    """``a`` and ``b`` have the same strides (each recorded with ``mark`` appended where the check
+    went through an imported function: see :meth:`_Collector._record_strides`)."""
+    for x, y in ((a, b + mark), (b, a + mark)):
         got = state.same.get(x, frozenset())
         if got != _ALL_DIMS:
             state.same[x] = got | {y}
+
+
+def returns_strides(fn) -> bool:
+    """Whether function ``fn`` returns the strides of its first parameter ``p`` wherever ``p`` is
+    a tensor: each ``return`` outside an ``if p is None:`` arm gives ``p.stride()`` (or
+    ``tuple(...)``/``list(...)`` of it), or a name every assignment of which does."""
+    params = _param_names(fn)
+    if not params:
+        return False
+    p = params[0]
+
+    def strides(node) -> bool:
+        if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
+                and not node.keywords:
+            node = node.args[0]
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stride"
+                and not node.args and not node.keywords and _name(node.func.value) == p)
+
+    stores = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for name in _target_names(t):
+                    stores.setdefault(name, []).append(n.value if isinstance(t, ast.Name) else None)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            for name in _target_names(getattr(n, "target", None) or ast.Tuple(elts=[], ctx=ast.Load())):
+                stores.setdefault(name, []).append(None)
+    if p in stores:
+        return False
+    returns = []
+
+    def walk(stmts) -> None:
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                returns.append(st.value)
+            elif isinstance(st, ast.If):
+                t = st.test
+                none_arm = (isinstance(t, ast.Compare) and len(t.ops) == 1 and _name(t.left) == p
+                            and _is_none(t.comparators[0]) and isinstance(t.ops[0], (ast.Is, ast.IsNot)))
+                if none_arm and isinstance(t.ops[0], ast.Is):
+                    walk(st.orelse)
+                elif none_arm:
+                    walk(st.body)
+                else:
+                    walk(st.body)
+                    walk(st.orelse)
+            elif isinstance(st, (ast.For, ast.While, ast.With, ast.Try)):
+                for block in ("body", "orelse", "finalbody"):
+                    walk(getattr(st, block, []))
+                for h in getattr(st, "handlers", []):
+                    walk(h.body)
+
+    walk(fn.body)
+    if not returns:
+        return False
+    for r in returns:
+        if r is None:
+            return False
+        if isinstance(r, ast.Name):
+            got = stores.get(r.id)
+            if not got or not all(v is not None and strides(v) for v in got):
+                return False
+        elif not strides(r):
+            return False
+    return True
 
 
 def _target_names(node) -> list[str]:

@@ -224,3 +224,90 @@ def test_registry_near_misses_stay(tmp_path):
         src = REGISTRY.replace("{test}", test).replace("{params}", params)
         got = lint(tmp_path, {"pkg/__init__.py": "", "pkg/registry.py": "ops = None\n", "pkg/double.py": src})
         assert ("double.py", 13, "SC003") in got, (test, params, got)
+
+
+# ----------------------------------------------------------------------------- strides equal through a helper
+
+META = '''
+def strides_of(x, ndim):
+    if x is None:
+        return (0,) * ndim
+    else:
+        s = x.stride()
+        assert len(s) == ndim
+        return s
+
+
+def shape_of(x, ndim):
+    return tuple(x.shape)
+'''
+
+ATTN = '''
+import torch
+import triton
+import triton.language as tl
+
+from .meta import shape_of, strides_of
+
+
+@triton.jit
+def _attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr,
+                 stride_qz, stride_qh, stride_qm, stride_qd,
+                 stride_kz, stride_kh, stride_kn, stride_kd,
+                 stride_vz, stride_vh, stride_vn, stride_vd,
+                 stride_oz, stride_oh, stride_om, stride_od,
+                 BLOCK: tl.constexpr, D: tl.constexpr):
+    z = tl.program_id(0)
+    h = tl.program_id(1)
+    rows = tl.arange(0, BLOCK)
+    d = tl.arange(0, D)
+    kv = z * stride_kz + h * stride_kh
+    q = tl.load(q_ptr + z * stride_qz + h * stride_qh + rows[:, None] * stride_qm + d[None, :] * stride_qd)
+    k = tl.load(k_ptr + kv + rows[:, None] * stride_kn + d[None, :] * stride_kd)
+    v = tl.load(v_ptr + kv + rows[:, None] * stride_vn + d[None, :] * stride_vd)
+    o = q * k + v
+    tl.store(o_ptr + z * stride_oz + h * stride_oh + rows[:, None] * stride_om + d[None, :] * stride_od, o)
+
+
+def attn(q, k, v):
+    o = torch.empty_like(q)
+{check}
+    _attn_kernel[(q.shape[0], q.shape[1])](
+        q, k, v, o,
+        *strides_of(q, 4), *strides_of(k, 4), *strides_of(v, 4), *strides_of(o, 4),
+        BLOCK=16, D=64,
+    )
+    return o
+'''
+
+
+def _attn(tmp_path, check):
+    files = {"pkg/__init__.py": "", "pkg/meta.py": META, "pkg/attn.py": ATTN.replace("{check}", check)}
+    return [x for x in lint(tmp_path, files) if x[2] == "SC002"]
+
+
+def test_strides_asserted_equal_through_a_helper(tmp_path):
+    # `strides_of` (another module, which never mentions triton) returns `x.stride()`; the first
+    # two strides of `k` and `v` are asserted equal, so `v` stepped by `k`'s z and h strides is right.
+    for check in ("    assert strides_of(k, 4)[:2] == strides_of(v, 4)[:2]",
+                  "    assert strides_of(v, 4) == strides_of(k, 4)",
+                  "    assert k.stride()[:2] == v.stride()[:2]"):
+        assert _attn(tmp_path, check) == [], check
+
+
+def test_strides_through_a_helper_near_misses_stay(tmp_path):
+    # A helper returning shapes; other arguments; one dimension only; no check.
+    for check in ("    assert shape_of(k, 4)[:2] == shape_of(v, 4)[:2]",
+                  "    assert strides_of(k, 4)[:2] == strides_of(v, 3)[:2]",
+                  "    assert strides_of(k, 4)[:1] == strides_of(v, 4)[:1]",
+                  "    pass"):
+        got = _attn(tmp_path, check)
+        assert ("attn.py", 13, "SC002") in got, (check, got)
+
+
+def test_strides_asserted_equal_through_a_local_helper(tmp_path):
+    src = ATTN.replace("from .meta import shape_of, strides_of", META)
+    ok = src.replace("{check}", "    assert strides_of(k, 4)[:2] == strides_of(v, 4)[:2]")
+    assert [x for x in lint(tmp_path, {"attn.py": ok}) if x[2] == "SC002"] == []
+    shapes = src.replace("{check}", "    assert shape_of(k, 4)[:2] == shape_of(v, 4)[:2]")
+    assert [x[2] for x in lint(tmp_path, {"attn.py": shapes})].count("SC002") == 2
