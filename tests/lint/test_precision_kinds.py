@@ -311,3 +311,49 @@ def test_strides_asserted_equal_through_a_local_helper(tmp_path):
     assert [x for x in lint(tmp_path, {"attn.py": ok}) if x[2] == "SC002"] == []
     shapes = src.replace("{check}", "    assert shape_of(k, 4)[:2] == shape_of(v, 4)[:2]")
     assert [x[2] for x in lint(tmp_path, {"attn.py": shapes})].count("SC002") == 2
+
+
+# ----------------------------------------------------------------------------- a block index times the block length
+
+BLOCKS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _pick_kernel(table_ptr, blocks_ptr, out_ptr, stride_t, n_pos, n_blocks, BLOCK_N: tl.constexpr):
+    r = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_N)
+    for i in range(0, tl.minimum(n_blocks, tl.cdiv(n_pos, BLOCK_N))):
+        start = tl.load(blocks_ptr + r * n_blocks + i) * BLOCK_N
+        first = tl.load(table_ptr + r * stride_t + start)
+{other}
+        tl.store(out_ptr + (r * n_blocks + i) * BLOCK_N + offs, slots + first, mask=offs < n_pos)
+
+
+def pick(table, blocks):
+    out = torch.empty((table.shape[0], blocks.shape[1], 16), device=table.device, dtype=table.dtype)
+    _pick_kernel[(table.shape[0],)](table, blocks.contiguous(), out, table.stride(0), table.shape[1],
+                                    blocks.shape[1], BLOCK_N=16)
+    return out
+'''
+
+
+def test_block_index_times_block_length_is_a_position(tmp_path):
+    # `start` (a loaded block index times BLOCK_N) is the whole innermost index of the first
+    # load, and the second load walks `table`'s innermost dimension with `start + offs`: a
+    # position in that dimension, not an outer dimension stepped by a size.
+    for other in ("        slots = tl.load(table_ptr + r * stride_t + start + offs, mask=start + offs < n_pos)",
+                  "        pos = start + offs\n        slots = tl.load(table_ptr + r * stride_t + pos, mask=pos < n_pos)"):
+        assert lint(tmp_path, {"pick.py": BLOCKS.replace("{other}", other)}) == [], other
+
+
+def test_block_position_near_misses_stay(tmp_path):
+    # No address walks `start + offs`, one of another pointer does, or the arange has another
+    # length: nothing shows the product is a position in `table`'s innermost dimension.
+    for other in ("        slots = offs",
+                  "        slots = tl.load(out_ptr + start + offs)",
+                  "        slots = tl.load(table_ptr + r * stride_t + start + tl.arange(0, 2 * BLOCK_N))"):
+        got = lint(tmp_path, {"pick.py": BLOCKS.replace("{other}", other)})
+        assert ("pick.py", 12, "SC001") in got, (other, got)
