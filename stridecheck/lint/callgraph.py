@@ -322,10 +322,10 @@ def _params(fn) -> list[str]:
     return [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
 
 
-def _contiguous_at_entry(fn, params: list[str]) -> set[str]:
+def _contiguous_at_entry(fn, params: list[str], defs=None) -> set[str]:
     names = _decorator_names(fn)
     if not any("contiguous" in d.lower() or d == "input_guard" for d in names):
-        return set()
+        return _checked_by_registration(fn, params, defs or {})
     exempt: set[str] = set()
     for d in fn.decorator_list:
         if isinstance(d, ast.Call):
@@ -334,6 +334,71 @@ def _contiguous_at_entry(fn, params: list[str]) -> set[str]:
                     vals = k.value.elts if isinstance(k.value, (ast.List, ast.Tuple, ast.Set)) else [k.value]
                     exempt |= {v.value for v in vals if isinstance(v, ast.Constant) and isinstance(v.value, str)}
     return set(params) - exempt
+
+
+def _checked_by_registration(fn, params: list[str], defs: dict) -> set[str]:
+    """Parameters a registering decorator checks for contiguity before every call: a decorator
+    call given a module function as an argument (``@op.register_impl("triton",
+    supports_args=_supports)``) that returns a true value only where its parameter is contiguous
+    (:func:`_true_only_if_contiguous`), with the same name at the same position as the decorated
+    function's: a dispatcher that asks such a predicate with the call's arguments before choosing
+    the function never hands it another layout."""
+    out: set[str] = set()
+    for d in fn.decorator_list:
+        if not isinstance(d, ast.Call):
+            continue
+        for value in [*d.args, *(k.value for k in d.keywords)]:
+            pred = defs.get(value.id) if isinstance(value, ast.Name) else None
+            if pred is None or pred is fn:
+                continue
+            pparams = _params(pred)
+            for name in _true_only_if_contiguous(pred):
+                i = pparams.index(name)
+                if i < len(params) and params[i] == name:
+                    out.add(name)
+    return out
+
+
+def _true_only_if_contiguous(fn) -> set[str]:
+    """Parameters of ``fn`` that must be contiguous for it to return a true value, read from its
+    top-level statements up to the first that may return otherwise: ``if <test>: return False``
+    (or None, or ``raise``) where ``not p.is_contiguous()`` is the test or one of its ``or``
+    terms; ``assert p.is_contiguous()``; ``return p.is_contiguous() and ...``. A parameter the
+    function assigns is left out."""
+    params = set(_params(fn))
+    assigned = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    found: set[str] = set()
+
+    def tested(node, negated: bool) -> None:
+        # `p.is_contiguous()` that must be true: reached through `not` (negated) in a failing test
+        # or plainly in a holding one.
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node, negated = node.operand, not negated
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or if negated else ast.And):
+            for v in node.values:
+                tested(v, negated)
+        elif (not negated and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "is_contiguous" and not node.args and not node.keywords
+              and isinstance(node.func.value, ast.Name)):
+            found.add(node.func.value.id)
+
+    def fails(body) -> bool:
+        return len(body) == 1 and (isinstance(body[0], ast.Raise) or (
+            isinstance(body[0], ast.Return) and (body[0].value is None or (
+                isinstance(body[0].value, ast.Constant) and body[0].value.value in (None, False)))))
+
+    for stmt in fn.body:
+        if isinstance(stmt, ast.If) and not stmt.orelse and fails(stmt.body):
+            tested(stmt.test, True)
+        elif isinstance(stmt, ast.Assert):
+            tested(stmt.test, False)
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                tested(stmt.value, False)
+            break
+        elif not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Pass, ast.Delete)):
+            break
+    return (found & params) - assigned
 
 
 # An identifier called as a function or method (`f(`, `mod.f(`, `self.m(`, `Cls.apply(`).
@@ -379,6 +444,7 @@ def _functions(tree: ast.Module):
 def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
     """What a caller needs to know of each function of a module (no walk of their bodies)."""
     out: dict[str, FunctionInfo] = {}
+    defs = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for fn, cls, bases in _functions(tree):
         names = _decorator_names(fn)
         if any(d in ("jit", "autotune", "heuristics") for d in names):
@@ -387,7 +453,7 @@ def collect_functions(tree: ast.Module) -> dict[str, FunctionInfo]:
         qual = f"{cls}.{fn.name}" if cls else fn.name
         autograd = bool(cls) and fn.name in ("forward", "backward") and any("Function" in b for b in bases)
         out[qual] = FunctionInfo(qual, tuple(params), public_entry(fn.name, cls, bases, names),
-                                 tuple(sorted(_contiguous_at_entry(fn, params))), "stride_guard" in names, fn.lineno,
+                                 tuple(sorted(_contiguous_at_entry(fn, params, defs))), "stride_guard" in names, fn.lineno,
                                  autograd, any(d in _REGISTERS for d in names), _alternative_of(fn),
                                  _none_defaults(fn))
     return out

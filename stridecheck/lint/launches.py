@@ -147,7 +147,7 @@ class _State:
     """Facts known at one point of a launcher."""
 
     __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units", "rebound",
-                 "known", "same")
+                 "known", "same", "when")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -169,6 +169,9 @@ class _State:
         # tensor -> (other tensor, dim or None for every dim) whose strides a check shows equal
         # (`assert a.stride() == b.stride()`, `if a.stride(0) != b.stride(0): raise`).
         self.same: dict[str, frozenset] = {}
+        # tensor -> the conditions on a launcher name under which it is contiguous (`if beta != 0:
+        # assert ref.is_contiguous()`), as (name, test, truth, value): see `_condition_key`.
+        self.when: dict[str, frozenset] = {}
 
     def copy(self) -> "_State":
         s = _State()
@@ -183,6 +186,7 @@ class _State:
         s.rebound = self.rebound
         s.known = dict(self.known)
         s.same = dict(self.same)
+        s.when = dict(self.when)
         return s
 
     def kill(self, name: str) -> None:
@@ -203,10 +207,17 @@ class _State:
             if facts.strides and any(_key_mentions(k, name) for _, k in facts.strides):
                 self.tensors[t] = replace(facts, strides=frozenset(p for p in facts.strides
                                                                    if not _key_mentions(p[1], name)))
+        if self.when:
+            # A condition on `name` spoke of its old value.
+            self.when.pop(name, None)
+            for t, keys in list(self.when.items()):
+                if any(k[0] == name for k in keys):
+                    self.when[t] = frozenset(k for k in keys if k[0] != name)
         if self.same:
             self.same.pop(name, None)
             for other, pairs in list(self.same.items()):
-                kept = pairs if pairs == _ALL_DIMS else pairs - {name}
+                kept = pairs if pairs == _ALL_DIMS else frozenset(
+                    p for p in pairs if p is None or p.split("@")[0] != name)
                 if kept != pairs:
                     self.same[other] = kept
 
@@ -234,7 +245,8 @@ class _State:
                         like_of=a.like_of if a.like_of == b.like_of else None,
                         strides=a.strides & b.strides,
                     )
-            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS)):
+            for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS),
+                              ("when", _ALL_DIMS)):
                 mine, theirs = getattr(out, attr), getattr(s, attr)
                 for key in list(mine):
                     b = theirs.get(key)
@@ -1089,7 +1101,11 @@ class _Collector:
         # `if` does not: neither ends the block as a whole.
         else_exits = self.block(stmt.orelse, else_state, scan) if stmt.orelse else False
         live = [s for s, ex in ((then_state, then_exits), (else_state, else_exits)) if not ex]
-        _assign_state(state, _State.meet(live) if live else state)
+        merged = _State.meet(live) if live else state
+        if len(live) == 2:
+            for arm, truth in ((then_state, True), (else_state, False)):
+                _contiguous_when(merged, arm, _condition_key(stmt.test, truth))
+        _assign_state(state, merged)
 
     def assume(self, test, state: _State, truth: bool) -> None:
         """Facts implied by ``test`` being ``truth`` (``t.is_contiguous()``, ``is_strictly_contiguous(t)``
@@ -1269,16 +1285,24 @@ class _Collector:
                     if key is not None:
                         _add_known(state, o.tensor, o.dim, key)
                 continue
-            tensor, start, stop = ra
+            tensor, start, stop, via = ra
+            if via is False:
+                continue  # a function of the module that does not return its argument's strides
+            # Through an imported function (`safe_stride(k, 4)`), the fact is kept with the
+            # function's name (`stride:k:0@pkg.utils.safe_stride`, `k@pkg...`), for the tree to
+            # keep where that function returns its argument's strides (`Tree._verify_strides`).
+            mark = via if via and via.startswith("@") else ""
             if rb is not None:
-                other, ostart, ostop = rb
-                if other == tensor:
+                other, ostart, ostop, ovia = rb
+                if other == tensor or ovia != via:
                     continue
                 if start == ostart == 0 and stop is None and ostop is None:
-                    _add_same(state, tensor, other)
+                    _add_same(state, tensor, other, mark)
                 elif stop is not None and ostop is not None and stop - start == ostop - ostart:
                     for i in range(stop - start):
-                        _add_known(state, tensor, start + i, f"stride:{other}:{ostart + i}")
+                        _add_known(state, tensor, start + i, f"stride:{other}:{ostart + i}{mark}")
+            elif via:
+                continue
             elif isinstance(b, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in b.elts):
                 for i, e in enumerate(b.elts):
                     if stop is not None and start + i >= stop:
@@ -1287,9 +1311,13 @@ class _Collector:
                     if key is not None:
                         _add_known(state, tensor, start + i, key)
 
-    def _stride_run(self, node) -> tuple[str, int, int | None] | None:
-        """(tensor, first dim, end dim or None) for ``t.stride()``, ``tuple(t.stride())`` and
-        ``t.stride()[a:b]`` (literal bounds, from the front)."""
+    def _stride_run(self, node) -> tuple[str, int, int | None, str | bool | None] | None:
+        """(tensor, first dim, end dim or None, via) for ``t.stride()``, ``tuple(t.stride())`` and
+        ``t.stride()[a:b]`` (literal bounds, from the front); also for ``f(t, ...)`` and its
+        slices, a function given the tensor first: ``via`` is then the imported function's full
+        name, None for a function of this module that returns ``t.stride()`` (see
+        :func:`returns_strides`), False for one that does not. Two runs through a function
+        compare the strides only when its other arguments are the same (``via`` then holds them)."""
         if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
                 and not node.keywords:
             node = node.args[0]
@@ -1304,7 +1332,21 @@ class _Collector:
         if isinstance(node, ast.Call) and not _nargs(node) and (m := _method(node)) is not None and m[1] == "stride":
             t = self.tensor_name(m[0])
             if t is not None:
-                return t, start, stop
+                return t, start, stop, None
+        if isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred) \
+                and not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
+            fname = dotted(node.func)
+            t = _name(node.args[0])
+            if fname is None or t is None:
+                return None
+            rest = ", ".join([self.text(a) for a in node.args[1:]]
+                             + [f"{k.arg}={self.text(k.value)}" for k in node.keywords])
+            head, _, tail = fname.partition(".")
+            if fname in self.defs:
+                return t, start, stop, f"={fname}({rest})" if returns_strides(self.defs[fname]) else False
+            if head in self.info.imports:
+                full = self.info.imports[head] + ("." + tail if tail else "")
+                return t, start, stop, f"@{full}({rest})"
         return None
 
     @staticmethod
@@ -1372,8 +1414,17 @@ class _Collector:
             self.add_import(small)
             return
         if isinstance(small, ast.Assert):
-            self.assume(small.test, state, truth=True)
-            self.record_checks(small.test, state)
+            test = small.test
+            if isinstance(test, ast.IfExp):
+                # `assert <check> if <cond> else True`: the check holds where the condition does.
+                for body, other, truth in ((test.body, test.orelse, True), (test.orelse, test.body, False)):
+                    if isinstance(other, ast.Constant) and other.value is True:
+                        arm = state.copy()
+                        self.assume(body, arm, truth=True)
+                        _contiguous_when(state, arm, _condition_key(test.test, truth))
+                return
+            self.assume(test, state, truth=True)
+            self.record_checks(test, state)
             return
         if scan:
             self.find_launches(small, state)
@@ -1615,11 +1666,32 @@ class _Collector:
                     if isinstance(e, ast.Name) and facts is not None:
                         state.tensors[e.id] = replace(facts, family=e.id, like_of=None)
             return
+        if isinstance(value, (ast.GeneratorExp, ast.ListComp)):
+            value = self._comprehension_items(value, elements)
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements):
             if any(isinstance(e, ast.Starred) for e in (*elements, *value.elts)):
                 return
             for t, v in zip(elements, value.elts):
                 self.assign(t, v, state)
+
+    @staticmethod
+    def _comprehension_items(comp, elements):
+        """``a, b = (t.contiguous() for t in (a, b))`` as the tuple ``(a.contiguous(),
+        b.contiguous())``: a comprehension over a literal tuple of as many items, with no filter,
+        unpacked one item per name. The names are assigned one by one, so an item may not read a
+        name assigned before it (``a, b = (f(t) for t in (b, a))`` is left unknown)."""
+        if len(comp.generators) != 1:
+            return None
+        gen = comp.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name) \
+                or not isinstance(gen.iter, (ast.Tuple, ast.List)) or len(gen.iter.elts) != len(elements) \
+                or any(isinstance(e, ast.Starred) for e in gen.iter.elts):
+            return None
+        items = [_substitute(comp.elt, {gen.target.id: e}) for e in gen.iter.elts]
+        for i, item in enumerate(items):
+            if _free_names(item) & {n for t in elements[:i] for n in _target_names(t)}:
+                return None
+        return ast.Tuple(elts=items, ctx=ast.Load())
 
     # -- expressions
 
@@ -1954,6 +2026,8 @@ class _Collector:
         known = () if known == _ALL_DIMS else tuple(sorted(known | (facts.strides if facts is not None else frozenset())))
         same = state.same.get(name, frozenset())
         same = () if same == _ALL_DIMS else tuple(sorted(same))
+        when = state.when.get(name, frozenset())
+        when = () if when == _ALL_DIMS else tuple(sorted(when, key=repr))
         param = name if name in self._params and name not in state.rebound else None
         if param is None and facts is not None and facts.family and facts.family in self._params \
                 and facts.family not in state.rebound and not (facts.contiguous or facts.fresh):
@@ -1962,12 +2036,13 @@ class _Collector:
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
                              unit_strides=unit_strides, is_tensor=is_tensor, param=param,
-                             known_strides=known, same_strides=same)
+                             known_strides=known, same_strides=same, contiguous_when=when)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
                          unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype,
-                         inner_strided=facts.inner, known_strides=known, same_strides=same)
+                         inner_strided=facts.inner, known_strides=known, same_strides=same,
+                         contiguous_when=when)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -2273,6 +2348,45 @@ def _substitute(node, mapping: dict):
     return _Substitute(mapping).visit(copy.deepcopy(node))
 
 
+def _condition_key(test, truth: bool):
+    """``test`` being ``truth``, as a condition on one launcher name in the terms of a kernel's
+    ``model.Condition`` (name, test, truth, value): ``beta != 0.0`` true is ``("beta", "eq", False,
+    "0.0")``, ``flag`` false ``("flag", "truthy", False, None)``, ``x is not None`` true ``("x",
+    "none", False, None)``. None for any other test."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    if isinstance(test, ast.Name):
+        return (test.id, "truthy", truth, None)
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(left, ast.Constant) and isinstance(right, ast.Name):
+        left, right = right, left
+    if not isinstance(left, ast.Name) or not isinstance(right, ast.Constant):
+        return None
+    if right.value is None and isinstance(op, (ast.Is, ast.IsNot)):
+        return (left.id, "none", truth == isinstance(op, ast.Is), None)
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right.value, (bool, int, float, str)):
+        return (left.id, "eq", truth == isinstance(op, ast.Eq), repr(right.value))
+    return None
+
+
+def _contiguous_when(state: _State, arm: _State, key) -> None:
+    """Record in ``state`` that the tensors ``arm`` (a path on which ``key`` holds) makes
+    contiguous, and ``state`` does not, are contiguous under ``key``."""
+    if key is None:
+        return
+    for name, facts in arm.tensors.items():
+        if not facts.contiguous:
+            continue
+        have = state.tensors.get(name)
+        if have is not None and have.contiguous:
+            continue
+        got = state.when.get(name, frozenset())
+        if got != _ALL_DIMS:
+            state.when[name] = got | {key}
+
+
 def _free_names(node) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
@@ -2302,11 +2416,78 @@ def _add_known(state: _State, tensor: str, dim: int, key: str) -> None:
         state.known[tensor] = got | {(dim, key)}
 
 
-def _add_same(state: _State, a: str, b: str) -> None:
-    for x, y in ((a, b), (b, a)):
+def _add_same(state: _State, a: str, b: str, mark: str = "") -> None:
+    """``a`` and ``b`` have the same strides (each recorded with ``mark`` appended where the check
+    went through an imported function: see :meth:`_Collector._record_strides`)."""
+    for x, y in ((a, b + mark), (b, a + mark)):
         got = state.same.get(x, frozenset())
         if got != _ALL_DIMS:
             state.same[x] = got | {y}
+
+
+def returns_strides(fn) -> bool:
+    """Whether function ``fn`` returns the strides of its first parameter ``p`` wherever ``p`` is
+    a tensor: each ``return`` outside an ``if p is None:`` arm gives ``p.stride()`` (or
+    ``tuple(...)``/``list(...)`` of it), or a name every assignment of which does."""
+    params = _param_names(fn)
+    if not params:
+        return False
+    p = params[0]
+
+    def strides(node) -> bool:
+        if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
+                and not node.keywords:
+            node = node.args[0]
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stride"
+                and not node.args and not node.keywords and _name(node.func.value) == p)
+
+    stores = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for name in _target_names(t):
+                    stores.setdefault(name, []).append(n.value if isinstance(t, ast.Name) else None)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+            for name in _target_names(getattr(n, "target", None) or ast.Tuple(elts=[], ctx=ast.Load())):
+                stores.setdefault(name, []).append(None)
+    if p in stores:
+        return False
+    returns = []
+
+    def walk(stmts) -> None:
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                returns.append(st.value)
+            elif isinstance(st, ast.If):
+                t = st.test
+                none_arm = (isinstance(t, ast.Compare) and len(t.ops) == 1 and _name(t.left) == p
+                            and _is_none(t.comparators[0]) and isinstance(t.ops[0], (ast.Is, ast.IsNot)))
+                if none_arm and isinstance(t.ops[0], ast.Is):
+                    walk(st.orelse)
+                elif none_arm:
+                    walk(st.body)
+                else:
+                    walk(st.body)
+                    walk(st.orelse)
+            elif isinstance(st, (ast.For, ast.While, ast.With, ast.Try)):
+                for block in ("body", "orelse", "finalbody"):
+                    walk(getattr(st, block, []))
+                for h in getattr(st, "handlers", []):
+                    walk(h.body)
+
+    walk(fn.body)
+    if not returns:
+        return False
+    for r in returns:
+        if r is None:
+            return False
+        if isinstance(r, ast.Name):
+            got = stores.get(r.id)
+            if not got or not all(v is not None and strides(v) for v in got):
+                return False
+        elif not strides(r):
+            return False
+    return True
 
 
 def _target_names(node) -> list[str]:
@@ -2334,7 +2515,7 @@ def _assign_state(dst: _State, src: _State) -> None:
         src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths, src.units,
     )
     dst.rebound = src.rebound
-    dst.known, dst.same = src.known, src.same
+    dst.known, dst.same, dst.when = src.known, src.same, src.when
 
 
 def imports_of(tree: ast.Module, module_name: str | None = None, path: str | None = None) -> dict[str, str]:

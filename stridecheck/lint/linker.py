@@ -22,6 +22,7 @@ Arguments after an unresolvable ``*args`` are not bound; keywords still are.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import os
 import re
@@ -258,6 +259,8 @@ class Tree:
     def __init__(self, models: Sequence[ModuleModel]):
         self.models = list(models)
         self._launches: dict[tuple[str, str], list[BoundLaunch]] = defaultdict(list)
+        self._strides_fns: dict[tuple[str, str], bool] = {}
+        self._trees: dict[str, object] = {}
         self._by_module: dict[str, list[ModuleModel]] = defaultdict(list)
         for model in self.models:
             self._index(model)
@@ -280,6 +283,8 @@ class Tree:
                                                   vetted=("*",), opaque=False)
                         elif kind == "contiguous":
                             bound[name] = replace(origin, contiguous=True, contiguous_in_module=True, opaque=False)
+                    if any("@" in k for _, k in origin.known_strides) or any("@" in t for t in origin.same_strides):
+                        bound[name] = self._verify_strides(model, bound[name])
                 bl = BoundLaunch(launch, model, kernel, kmodel, bound)
                 self._launches[(kmodel.path, kernel.name)].append(bl)
                 self._bound_launches.append(bl)
@@ -615,6 +620,73 @@ class Tree:
                 return None
         full = imported + ("." + rest if rest else "")
         return self._lookup_absolute(full, hops - 1, near=model)
+
+    def _verify_strides(self, model: ModuleModel, origin):
+        """``origin`` with the stride facts a check made through an imported function
+        (``assert safe_stride(k, 4)[:2] == safe_stride(v, 4)[:2]``: keys marked ``@function(args)``)
+        kept where that function returns its first argument's strides, dropped elsewhere."""
+        def keep(key: str) -> str | None:
+            if "@" not in key:
+                return key
+            value, _, via = key.partition("@")
+            return value if self._returns_strides(model, via.split("(")[0]) else None
+
+        known = tuple((d, k2) for d, k in origin.known_strides if (k2 := keep(k)) is not None)
+        same = tuple(sorted({t2 for t in origin.same_strides if (t2 := keep(t)) is not None}))
+        return replace(origin, known_strides=known, same_strides=same)
+
+    def _returns_strides(self, model: ModuleModel, full: str, hops: int = _MAX_HOPS) -> bool:
+        """Whether ``full`` (as ``model`` imports it) is a function that returns its first
+        argument's strides (:func:`~stridecheck.lint.launches.returns_strides`), read from its
+        module's source (a module the run may not model: one that never mentions triton)."""
+        from stridecheck.lint.launches import imports_of, returns_strides
+
+        if hops <= 0 or not full:
+            return False
+        if full.startswith("."):
+            full = _resolve_relative(model, full) or ""
+        key = (os.path.abspath(model.path), full)
+        got = self._strides_fns.get(key)
+        if got is not None:
+            return got
+        self._strides_fns[key] = False
+        parts = full.split(".")
+        here = os.path.dirname(os.path.abspath(model.path))
+        depth = len(model.module.split(".")) - 1 if model.module else 0
+        root = here
+        for _ in range(depth):
+            root = os.path.dirname(root)
+        found = False
+        if len(parts) >= 2:
+            base = os.path.join(root, *parts[:-1])
+            for path in (base + ".py", os.path.join(base, "__init__.py")):
+                tree = self._source_tree(path)
+                if tree is None:
+                    continue
+                fn = next((st for st in tree.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and st.name == parts[-1]), None)
+                if fn is not None:
+                    found = returns_strides(fn)
+                else:
+                    again = imports_of(tree, ".".join(parts[:-1]), path).get(parts[-1])
+                    if again:
+                        found = self._returns_strides(model, again, hops - 1)
+                break
+        self._strides_fns[key] = found
+        return found
+
+    def _source_tree(self, path: str):
+        """The parsed source of ``path`` (None when it cannot be read or parsed), read once."""
+        if path in self._trees:
+            return self._trees[path]
+        tree = None
+        try:
+            with open(path, "rb") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+        self._trees[path] = tree
+        return tree
 
     def _returns_contiguous(self, model: ModuleModel, full: str, hops: int = _MAX_HOPS) -> str | None:
         """"fresh" / "contiguous" when ``full`` (as ``model`` imports it) is a function of the tree

@@ -308,6 +308,31 @@ class ArgOrigin:
     # The Python constant the argument is, as source (`False`, `None`, `'gelu'`, `4`): what a
     # `tl.constexpr` branch is specialised on. None when it is not a constant.
     const: str | None = None
+    # TENSOR: contiguous only where a condition on a launcher name holds (`assert ref.is_contiguous()
+    # if beta != 0.0 else True`), as (name, test, truth, value) in the terms of ``Condition``.
+    contiguous_when: tuple[tuple[str, str, bool, str | None], ...] = ()
+
+    def contiguous_under(self, cond: "Condition", bound: "ArgOrigin | None") -> bool:
+        """Whether the kernel branch ``cond`` holding, for a launch that binds its parameter to
+        ``bound``, means that this tensor is contiguous: the launcher's condition is the same test
+        of the very name the launch passes for the parameter (``if BETA != 0.0:`` with
+        ``BETA=beta``, where ``ref`` is contiguous whenever ``beta != 0.0``)."""
+        if bound is None or not self.contiguous_when:
+            return False
+        name = bound.tensor if bound.kind is OriginKind.TENSOR and bound.tensor else bound.text
+        for n, test, truth, value in self.contiguous_when:
+            if n != name or test != cond.test or truth != cond.truth:
+                continue
+            if test != "eq":
+                return True
+            import ast as _ast
+
+            try:
+                if _ast.literal_eval(value or "") == _ast.literal_eval(cond.value or ""):
+                    return True
+            except (ValueError, SyntaxError):
+                continue
+        return False
 
 
 @dataclass(slots=True)

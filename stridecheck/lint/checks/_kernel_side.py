@@ -77,6 +77,23 @@ class LaunchView:
         got = self.origins(pointer)
         return bool(got) and all(o.same_strides for o in got)
 
+    def same_stride_dim(self, pointer: str, other: str, dim: int) -> bool:
+        """Every resolved launch shows the tensors of ``pointer`` and ``other`` to have the same
+        stride in dimension ``dim`` (a check of both whole stride tuples, or of that dimension)."""
+        if not self.launches:
+            return False
+        for bl in self.launches:
+            a, b = bl.bound.get(pointer), bl.bound.get(other)
+            if a is None or b is None or a.kind != OriginKind.TENSOR or b.kind != OriginKind.TENSOR \
+                    or not a.tensor or not b.tensor:
+                return False
+            if b.tensor in a.same_strides or a.tensor in b.same_strides:
+                continue
+            if (dim, f"stride:{b.tensor}:{dim}") in a.known_strides or (dim, f"stride:{a.tensor}:{dim}") in b.known_strides:
+                continue
+            return False
+        return True
+
     def constant(self, param: str) -> bool:
         """Some launch passes an integer literal."""
         return any(o.kind == OriginKind.LITERAL for o in self.origins(param))

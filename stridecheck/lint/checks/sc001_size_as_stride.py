@@ -167,6 +167,41 @@ def _split_tile(term, access) -> bool:
     )
 
 
+def _atoms(t) -> frozenset:
+    return frozenset().union(*(f.leaves for f in t.factors)) if t.factors else frozenset()
+
+
+def _block_position(term, access, accesses) -> bool:
+    """``blk * BLOCK``, a block index times the extent of a ``tl.arange(0, BLOCK)``, where an
+    address of the same pointer walks its innermost dimension with ``blk * BLOCK + tl.arange(0,
+    BLOCK)`` (one unit-step term made of the same index atoms plus that arange, or the product
+    beside that arange): the kernel uses the product as a position in elements along the
+    dimension of the implicit unit step (the block's start), not as an outer dimension stepped by
+    a size. Here it must stand where such a position goes: alone as the innermost index, or beside
+    that very arange."""
+    if term.step.kind != StepKind.SIZE or len(term.step.params) != 1 or not term.factors:
+        return False
+    atoms = _atoms(term)
+    if not atoms or any(a[0] in ("opaque", "arange") for a in atoms):
+        return False
+    lane = frozenset({("arange", f"0,{term.step.params[0]}")})
+
+    def lanes(a) -> list:
+        return [_atoms(t) for t in a.terms if t.step.kind == StepKind.UNIT]
+
+    if any(u != lane for u in lanes(access)):
+        return False
+    for a in accesses:
+        if a.pointer != access.pointer:
+            continue
+        units = lanes(a)
+        if atoms | lane in units:
+            return True
+        if lane in units and any(t.step.params == term.step.params and _atoms(t) == atoms for t in a.terms):
+            return True
+    return False
+
+
 def check(tree, options):
     seen = set()
     for model, kernel in judged_kernels(tree):
@@ -195,6 +230,8 @@ def check(tree, options):
                     if not (_selects_outer_slice(term) or _split_tile(term, access)):
                         continue
                     if _kernel_page_format(term, access, accesses, is_stride_term):
+                        continue
+                    if _block_position(term, access, accesses):
                         continue
                 sizes = [p for p in term.step.params if p != rebuilt]
                 # Only the launches that compile this access in (a branch on a constexpr they set

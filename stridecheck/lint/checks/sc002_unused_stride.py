@@ -51,6 +51,33 @@ def _stepped_by_another(kernel, accesses, owner) -> bool:
     return False
 
 
+def _strides_of(kernel, owner: str) -> list[str]:
+    """The stride parameters of pointer ``owner``, in signature order (the order of their
+    dimensions, outermost first, as launches pass them)."""
+    return [q.name for q in kernel.params if q.kind == ParamKind.STRIDE and stride_owner(q.name, kernel) == owner]
+
+
+def _replaced_by_equal_stride(kernel, accesses, view, owner: str, stride: str) -> bool:
+    """``stride`` (the i-th stride of ``owner``) is unused because the kernel steps ``owner`` by
+    the i-th stride of another pointer instead (V stepped by ``stride_kh`` in place of
+    ``stride_vh``), and every launch shows the two tensors' strides equal in dimension i
+    (``assert k.stride()[:2] == v.stride()[:2]``, through a function returning strides too)."""
+    mine = _strides_of(kernel, owner)
+    i = mine.index(stride)
+    kinds = {p.name: p.kind for p in kernel.params}
+    for a in accesses:
+        if a.pointer != owner:
+            continue
+        for t in a.terms:
+            for q in t.step.params:
+                other = stride_owner(q, kernel) if kinds.get(q) == ParamKind.STRIDE else None
+                if other is None or other == owner or _strides_of(kernel, other).index(q) != i:
+                    continue
+                if view.same_stride_dim(owner, other, i):
+                    return True
+    return False
+
+
 def check(tree, options):
     for model, kernel in judged_kernels(tree):
         accesses = address_accesses(kernel)
@@ -69,6 +96,8 @@ def check(tree, options):
                 continue
             if view.shares_strides(owner) and _stepped_by_another(kernel, accesses, owner):
                 continue  # `assert k.stride() == v.stride()`, then `v` stepped by `k`'s strides
+            if view.launches and _replaced_by_equal_stride(kernel, accesses, view, owner, p.name):
+                continue
             owner_strides = [
                 q.name for q in kernel.params
                 if q.kind == ParamKind.STRIDE and q.name != p.name and stride_owner(q.name, kernel) == owner

@@ -73,6 +73,31 @@ def _steps_are_strides(kernel, bl, pointer: str, steps) -> bool:
     return True
 
 
+def _unit_vector(bl, pointer: str) -> bool:
+    """At launch ``bl`` the tensor ``pointer`` receives has a unit stride in its first dimension by
+    a check of the launcher (``assert t.stride(0) == 1``), or in its last one where the launcher
+    shows it 1-D. Called for a pointer the kernel steps by sizes only, never by a stride: the
+    kernel reads it as one flat run of elements, and a vector whose only stride is 1 is packed.
+    (A 2-D tensor with ``stride(0) == 1`` is walked along its first dimension: each step by a
+    size stays a position in that unit-stride dimension.)"""
+    o = bl.bound.get(pointer)
+    if o is None or o.kind is not OriginKind.TENSOR:
+        return False
+    return 0 in o.unit_strides or (o.ndim == 1 and -1 in o.unit_strides)
+
+
+def _packed_where_used(kernel, bl, pointer: str) -> bool:
+    """Every access of ``pointer`` sits under a kernel branch (``if BETA != 0.0:``) whose holding,
+    at launch ``bl``, means the launcher made the tensor contiguous (``assert ref.is_contiguous()
+    if beta != 0.0 else True``, ``BETA=beta``): wherever the kernel touches it, it is packed."""
+    o = bl.bound.get(pointer)
+    if o is None or o.kind is not OriginKind.TENSOR or not o.contiguous_when:
+        return False
+    accesses = [a for a in kernel.accesses if a.pointer == pointer]
+    return bool(accesses) and all(
+        any(o.contiguous_under(c, bl.bound.get(c.param)) for c in a.conditions) for a in accesses)
+
+
 def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
     """Safe advice: `.contiguous()` returns a copy, so never for a tensor the kernel writes (the
     writes would go to the copy) nor for one already contiguous."""
@@ -133,6 +158,8 @@ def check(tree, options):
                 # the assumption a launch breaks (one finding per pointer either way).
                 yield from _implicit_unit_stride(model, kernel, p.name, launches, reported)
                 continue
+            if launches and all(_packed_where_used(kernel, bl, p.name) for bl in launches):
+                continue
             passed = [o for o in (bl.bound.get(p.name) for bl in launches) if o is not None]
             if launches and not passed:
                 continue  # launched, but this argument could not be placed (*args): unknown
@@ -143,6 +170,8 @@ def check(tree, options):
                 continue
             if launches and all(_steps_are_strides(kernel, bl, p.name, steps) for bl in launches):
                 continue  # `assert x.stride(0) == n_cols`, `empty_strided(...)`: each size is a stride
+            if launches and all(_unit_vector(bl, p.name) for bl in launches):
+                continue  # `assert ids.stride(0) == 1`: a unit-stride vector, packed
             written = any(a.writes for a in kernel.accesses if a.pointer == p.name)
             tensor = next((o.text for o in passed if o.kind is OriginKind.TENSOR), tensor_word(p.name))
             # One finding per pointer (the packing it assumes), at its first size step; the
