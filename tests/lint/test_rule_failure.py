@@ -44,3 +44,17 @@ def test_without_an_errors_list_the_failure_propagates(monkeypatch):
     found = analysis.check_tree(models, analysis.AnalysisOptions(), errors)
     assert {f.code for f in found} == {"SC001", "SC002", "SC006"}
     assert len(errors) == 1 and errors[0].startswith("sc005_stride_mismatch: RuntimeError: planted failure")
+
+
+def test_a_rule_nothing_selects_does_not_run(cli, monkeypatch):
+    # A deselected rule's findings would be dropped unreported, so it is not run at all: a
+    # planted failure in it goes unnoticed. With SC100 selected every rule runs (a suppression of
+    # a deselected code is used only if that rule ran), and the failure shows.
+    from stridecheck.lint.checks import sc006_int32_offset
+
+    monkeypatch.setattr(sc006_int32_offset, "check", _boom)
+    files = [str(REPRODUCTIONS / name) for name in OTHERS]
+    quiet = cli(["lint", "--no-cache", "--format", "json", *files])
+    assert quiet.code == 1 and "planted failure" not in quiet.err and '"SC001"' in quiet.out
+    loud = cli(["lint", "--no-cache", "--format", "json", "--extend-select", "SC100", *files])
+    assert loud.code == 2 and "sc006_int32_offset" in loud.err and "planted failure" in loud.err
