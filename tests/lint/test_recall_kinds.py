@@ -8,6 +8,7 @@
   flattened (a grid of `b * s` rows) is that dimension's alone; an index rebuilt from the program
   id (`pid - pid_c * n`) walks one dimension and says nothing.
 * A stride dropped only where a test (through a local name, into a helper) shows it is 1.
+* A store at a column loaded from an id table, bounded by nothing.
 """
 
 from __future__ import annotations
@@ -150,6 +151,34 @@ def test_a_conversion_on_one_arm_keeps_the_tensors_strides(tmp_path):
         return out
     '''
     assert _found(tmp_path, src, "SC005", preview=True) == []
+
+
+# ----------------------------------------------------------------------------- loaded columns
+
+BAN = '''
+@triton.jit
+def _ban(logits_ptr, stride_row, ids_ptr, stride_ids, n_ids, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    j = tl.arange(0, BLOCK)
+    ok = j < n_ids
+    tok = tl.load(ids_ptr + row * stride_ids + j, mask=ok, other=0)
+    tl.store(logits_ptr + row * stride_row + tok, float("-inf"), mask=ok)
+
+
+def ban(logits, ids):
+    {check}
+    _ban[(logits.shape[0],)](logits, logits.stride(0), ids, ids.stride(0), ids.shape[1], BLOCK=64)
+'''
+
+
+def test_a_store_at_unbounded_loaded_columns(tmp_path):
+    src = BAN.format(check="pass")
+    assert _found(tmp_path, src, "SC007") == [(_line(src, "_ban[("), False)]
+
+
+def test_loaded_columns_checked_by_the_launcher_are_silent(tmp_path):
+    src = BAN.format(check="assert int(ids.max()) < logits.shape[1]")
+    assert _found(tmp_path, src, "SC007", preview=True) == []
 
 
 # ----------------------------------------------------------------------------- a stride tested to be 1
