@@ -27,6 +27,8 @@ reportingDescriptors and the tests all read it from here.
 
     [messages]                       # the rule's other named templates, if it has other forms
     implicit_unit = "..."
+    [hints]                          # optional: the hint of such a form, where `hint` does not fit it
+    implicit_unit = "..."
 
 Fixtures: ``bad_N.py`` is a whole Python file whose first line is ``# <description>``; each line
 the rule must report ends in ``# expect: SC001`` and nothing else may be reported (the grammar of
@@ -94,6 +96,7 @@ class Rule:
     # Named message templates for the rule's other forms (`[messages] implicit_unit = "..."`);
     # ``message`` is the one named "default".
     messages: dict = field(default_factory=dict)
+    hints: dict = field(default_factory=dict)  # named forms' own hints (`[hints]`), else ``hint``
     checked_by: str = "rule"  # "rule": stridecheck/lint/checks/<module_name>; "engine": SC000, SC100
 
     @property
@@ -141,6 +144,7 @@ def _rule_from_toml(path: Path) -> Rule:
             good=tuple(_example(p) for p in sorted(path.parent.glob("good_*.py"))),
             source=str(path),
             messages=dict(data.get("messages", {})),
+            hints=dict(data.get("hints", {})),
             checked_by=data.get("checked_by", "rule"),
         )
     except KeyError as exc:
@@ -198,7 +202,8 @@ def make_finding(
     if template != "default" and template not in rule.messages:
         raise CatalogueError(f"{code} has no message template {template!r}")
     message = (rule.message if template == "default" else rule.messages[template]).format(**fields)
-    hint = rule.hint.format(**fields) if rule.hint else None
+    hint_template = rule.hints.get(template, rule.hint)
+    hint = hint_template.format(**fields) if hint_template else None
     if severity is None:
         severity = "info" if preview else rule.severity
     rel = tuple(r if isinstance(r, Related) else Related(*r) for r in related)

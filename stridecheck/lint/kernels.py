@@ -318,6 +318,23 @@ def _disjoined(v: _Value) -> _Value:
     return replace(v, summands=tuple(replace(s, factors=tuple(fix(f) for f in s.factors)) for s in v.summands))
 
 
+def _undivided(v: _Value) -> _Value:
+    """``v`` with a scaled product (``row * stride // 2``) read whole: what a product of it, or
+    any expression but an address, sees."""
+    if not any(f.divisor for s in v.summands for f in s.factors):
+        return v
+    return replace(v, summands=tuple(
+        replace(s, factors=(_merge(list(s.factors), s.text, **_divisor_floordiv(s.factors)),))
+        if any(f.divisor for f in s.factors) else s
+        for s in v.summands
+    ))
+
+
+def _divisor_floordiv(factors) -> dict:
+    fd = [f.floordiv for f in factors if f.divisor]
+    return {"floordiv": fd[-1]} if fd else {}
+
+
 def _with_int64(v: _Value, flag: bool) -> _Value:
     return replace(
         v,
@@ -397,6 +414,9 @@ class _Walker:
         self.in_loop = False  # a helper inlined inside a loop of its caller
         self.alts: dict[str, list[_Value]] = {}  # other values a name holds on another if-arm
         self.conds: tuple[Condition, ...] = ()  # branches on parameters the walk is inside
+        # Local names holding a test (`aligned = (stride_xn == 1) & (n % BLOCK == 0)`): a branch on
+        # the name is a branch on the test. Per name, the conditions it puts when true and when false.
+        self.tests: dict[str, tuple[list[Condition] | None, list[Condition] | None]] = {}
         self.bounded_names = ctx.bounded_names(func)
         self.evidence: frozenset = ctx.pointer_evidence(func)  # mapped to the kernel's names in inline()
 
@@ -496,9 +516,16 @@ class _Walker:
         conjunction of direct tests of them; None when it says nothing we can read."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self._condition(test.operand, not truth)
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and truth:
+        if isinstance(test, ast.Name) and test.id in self.tests:
+            return self.tests[test.id][0 if truth else 1]
+        conjuncts = None
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            conjuncts = test.values
+        elif isinstance(test, ast.BinOp) and isinstance(test.op, ast.BitAnd):
+            conjuncts = [test.left, test.right]  # `(a == 1) & (b == 1)`, Triton's `and` of tensors
+        if conjuncts is not None and truth:
             out: list[Condition] = []
-            for v in test.values:
+            for v in conjuncts:
                 got = self._condition(v, True)
                 if got:
                     out.extend(got)
@@ -558,6 +585,13 @@ class _Walker:
     def assign(self, target: ast.expr, value_node: ast.expr, v: _Value) -> None:
         if isinstance(target, ast.Name):
             self.env[target.id] = v
+            if isinstance(value_node, ast.Name) and value_node.id in self.tests:
+                self.tests[target.id] = self.tests[value_node.id]
+            elif isinstance(value_node, (ast.Compare, ast.BoolOp)) or (
+                    isinstance(value_node, ast.BinOp) and isinstance(value_node.op, ast.BitAnd)):
+                self.tests[target.id] = (self._condition(value_node, True), self._condition(value_node, False))
+            else:
+                self.tests.pop(target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts):
                 for t, e in zip(target.elts, value_node.elts):
@@ -626,7 +660,7 @@ class _Walker:
 
     def collapse(self, node: ast.AST, values: list[_Value], **extra) -> _Value:
         text = self.ctx.src.text(node)
-        factors = [f for v in values for f in _all_factors(v)]
+        factors = [f for v in values for f in _all_factors(_undivided(v))]
         return self.atom(node, _merge(factors, text, **extra))
 
     def name(self, node: ast.Name) -> _Value:
@@ -696,6 +730,7 @@ class _Walker:
             neg = tuple(replace(s, neg=not s.neg) for s in b.summands)
             return _Value(a.summands + neg, a.byte_record or b.byte_record, a.block or b.block)
         if isinstance(op, ast.Mult):
+            a, b = _undivided(a), _undivided(b)
             fa = self._product_factors(a)
             fb = self._product_factors(b)
             if not a.summands or not b.summands:
@@ -708,11 +743,32 @@ class _Walker:
                 factors = tuple(replace(f, pid_blocks=f.pid_blocks | pid_blocks) for f in factors)
             return _Value((_Summand(factors, self.ctx.src.span(node), self.ctx.src.text(node), neg),))
         if isinstance(op, ast.FloorDiv):
-            return self.collapse(node, [a, b], floordiv=frozenset(_params_of(b)) | frozenset(
-                f.text for f in _all_factors(b)))
+            a, b = _undivided(a), _undivided(b)
+            floordiv = frozenset(_params_of(b)) | frozenset(f.text for f in _all_factors(b))
+            if self._scales_a_product(a, b):
+                # `row * stride // 2`: the product keeps its factors (a stride among them stays
+                # a stride, scaled); :func:`_make_term` reads it whole where no stride is in it.
+                d = _merge(list(_all_factors(b)), "// " + self.ctx.src.text(right), floordiv=floordiv,
+                           divisor=True, literal=True)
+                s = a.summands[0]
+                return _Value((_Summand(s.factors + (d,), self.ctx.src.span(node), self.ctx.src.text(node)),))
+            return self.collapse(node, [a, b], floordiv=floordiv)
         if isinstance(op, ast.BitOr):
             return _disjoined(self.collapse(node, [a, b]))
         return self.collapse(node, [a, b])
+
+    def _scales_a_product(self, a: _Value, b: _Value) -> bool:
+        """``a // b`` divides a product holding a runtime parameter (a stride, maybe) by a
+        literal or a ``tl.constexpr``."""
+        if len(a.summands) != 1 or len(a.summands[0].factors) < 2 or a.block is not None:
+            return False
+        if not any(f.param and not f.literal and "constexpr" not in (self.facts.anns.get(f.param) or "")
+                   for f in a.summands[0].factors):
+            return False
+        if len(b.summands) != 1 or b.block is not None:
+            return False
+        return all(f.literal or (f.param and "constexpr" in (self.facts.anns.get(f.param) or ""))
+                   for f in b.summands[0].factors)
 
     def _pid_blocks(self, factors) -> frozenset:
         """`pid * BLOCK`: the constexpr tile size a program id (or loop counter) is multiplied by."""
@@ -890,6 +946,9 @@ class _Walker:
                     self.stack + (helper.name,))
         w.in_loop = self.loops > 0 or self.in_loop
         w.conds = self.conds
+        for name, a in list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]:
+            if isinstance(a, ast.Name) and a.id in self.tests:
+                w.tests[name] = self.tests[a.id]  # a test handed to the helper
         # The helper's pointer names, as the kernel's parameters bound to them.
         mapped = set(self.evidence)
         for n in w.evidence:
@@ -1246,7 +1305,13 @@ def _index_and_step(summand: _Summand, kinds: dict[str, ParamKind], pid_free: bo
 
 
 def _make_term(summand: _Summand, kinds: dict[str, ParamKind], consts: set[str]) -> Term:
+    kept = summand.factors
     idx_f, step_f, lit_f = _index_and_step(summand, kinds)
+    if any(f.divisor for f in kept) and not any(kinds.get(f.param) is ParamKind.STRIDE for f in step_f):
+        # A scaled product with no stride in it (`offs * n // 2`) is one index, as any floor
+        # division is; its factors stay on the term for a re-split (:func:`refine_kernel`).
+        summand = _undivided(_Value((summand,))).summands[0]
+        idx_f, step_f, lit_f = _index_and_step(summand, kinds)
     # `(i // n) * n` is an index rounded down, not a step.
     rounded = {p for f in idx_f for p in f.floordiv}
     if step_f and all(f.param in rounded for f in step_f):
@@ -1282,7 +1347,8 @@ def _make_term(summand: _Summand, kinds: dict[str, ParamKind], consts: set[str])
     )
     if step_f:
         kind = StepKind.STRIDE if any(kinds[f.param] == ParamKind.STRIDE for f in step_f) else StepKind.SIZE
-        step = Step(kind, " * ".join(f.text for f in step_f + lit_f), tuple(f.param for f in step_f))
+        step = Step(kind, " * ".join(f.text for f in step_f + lit_f if not f.divisor)
+                    + "".join(f" {f.text}" for f in lit_f if f.divisor), tuple(f.param for f in step_f))
     elif lit_f:
         step = Step(StepKind.LITERAL, " * ".join(f.text for f in lit_f))
     elif len(summand.factors) == 1:
@@ -1290,7 +1356,7 @@ def _make_term(summand: _Summand, kinds: dict[str, ParamKind], consts: set[str])
     else:
         step = Step(StepKind.OTHER, "")
     return Term(index, step, summand.span, summand.text,
-                is_int64=any(f.int64 for f in summand.factors), factors=summand.factors)
+                is_int64=any(f.int64 for f in summand.factors), factors=kept)
 
 
 def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
@@ -1311,8 +1377,8 @@ def _build_kernel(func: ast.FunctionDef, ctx: _Context) -> Kernel:
     for raw in facts.raws:
         if raw.address.block is None:
             for s in raw.address.summands:
-                if len(s.factors) < 2:
-                    continue
+                if len(s.factors) < 2 or any(f.divisor for f in s.factors):
+                    continue  # a scaled product (`i * s // 2`) is read as one index here
                 has_index = any(
                     f.sources & {IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.LOADED}
                     for f in s.factors

@@ -147,7 +147,7 @@ class _State:
     """Facts known at one point of a launcher."""
 
     __slots__ = ("tensors", "ints", "seqs", "checks", "aliases", "vetted", "seq_paths", "units", "rebound",
-                 "known", "same", "when")
+                 "known", "same", "when", "replaced")
 
     def __init__(self):
         self.tensors: dict[str, _Tensor] = {}
@@ -163,6 +163,7 @@ class _State:
         # tensor -> the dimensions whose stride a check pins to 1 (`_ALL_DIMS` where it is None)
         self.units: dict[str, frozenset] = {}
         self.rebound: frozenset = frozenset()  # names assigned in the function so far
+        self.replaced: frozenset = frozenset()  # ... on every path (a subset of `rebound`)
         # tensor -> (dim as written, value key) pairs: a stride an allocation or a check fixes
         # (`torch.empty_strided(s, (1, k))`, `assert t.stride(-2) == head_dim`); see `value_key`.
         self.known: dict[str, frozenset] = {}
@@ -184,6 +185,7 @@ class _State:
         s.seq_paths = dict(self.seq_paths)
         s.units = dict(self.units)
         s.rebound = self.rebound
+        s.replaced = self.replaced
         s.known = dict(self.known)
         s.same = dict(self.same)
         s.when = dict(self.when)
@@ -191,6 +193,7 @@ class _State:
 
     def kill(self, name: str) -> None:
         self.rebound = self.rebound | {name}
+        self.replaced = self.replaced | {name}
         self.tensors.pop(name, None)
         self.ints.pop(name, None)
         self.seqs.pop(name, None)
@@ -255,6 +258,7 @@ class _State:
                     else:
                         mine[key] = _intersect(mine[key], b, top)
             out.rebound = out.rebound | s.rebound
+            out.replaced = out.replaced & s.replaced
             for key in list(out.seq_paths):
                 b = s.seq_paths.get(key)
                 if b is None:
@@ -1709,6 +1713,14 @@ class _Collector:
         t = state.tensors.get(name)
         return t.family if t is not None and t.family else name
 
+    def _arm_family(self, node, facts: _Tensor | None, state: _State) -> str | None:
+        """The storage family of one arm of a conditional expression: its facts' family, or the
+        family of a bare name nothing more is known of."""
+        if facts is not None:
+            return facts.family if not facts.fresh and not facts.like_of else None
+        name = _name(node)
+        return self.family(name, state) if name is not None else None
+
     def tensor_facts(self, node, state: _State) -> _Tensor | None:
         """What a tensor-valued expression is, or None when it is nothing known."""
         name = _name(node)
@@ -1749,6 +1761,11 @@ class _Collector:
                 return b
             if a is not None and b is not None and a.contiguous and b.contiguous:
                 return _Tensor(contiguous=True, fresh=a.fresh and b.fresh, family=a.family or b.family)
+            # `C.to(torch.float32) if C.dtype == torch.bfloat16 else C`: the tensor or a conversion
+            # of it on either arm (what a conversion keeps of its source, as on one path).
+            fa, fb = self._arm_family(node.body, a, state), self._arm_family(node.orelse, b, state)
+            if fa is not None and fa == fb and not (a is not None and a.view) and not (b is not None and b.view):
+                return _Tensor(family=fa)
             return None
         if not isinstance(node, ast.Call):
             return None
@@ -2033,16 +2050,17 @@ class _Collector:
                 and facts.family not in state.rebound and not (facts.contiguous or facts.fresh):
             param = facts.family  # a view of a parameter: its strides are the caller's
         is_tensor = facts is not None or name in self._tensor_names
+        kept = name if param is None and name in self._params and name not in state.replaced else None
         if facts is None:
             return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, family=name, vetted=vetted,
                              unit_strides=unit_strides, is_tensor=is_tensor, param=param,
-                             known_strides=known, same_strides=same, contiguous_when=when)
+                             known_strides=known, same_strides=same, contiguous_when=when, kept_param=kept)
         return ArgOrigin(OriginKind.TENSOR, "", _NO_SPAN, tensor=name, contiguous=facts.contiguous,
                          fresh=facts.fresh, family=facts.family or name, like_of=facts.like_of, vetted=vetted,
                          alloc_call=facts.alloc_call, opaque=facts.opaque, strided_view=facts.view,
                          unit_strides=unit_strides, is_tensor=is_tensor, param=param, dtype=facts.dtype,
                          inner_strided=facts.inner, known_strides=known, same_strides=same,
-                         contiguous_when=when)
+                         contiguous_when=when, kept_param=kept)
 
     def arg_origin(self, node, state: _State) -> ArgOrigin:
         o = self.origin(node, state)
@@ -2053,6 +2071,11 @@ class _Collector:
             extra["contiguous"] = bool(facts and facts.contiguous)
             extra["fresh"] = bool(facts and facts.fresh)
             extra["like_of"] = facts.like_of if facts else None
+            # What the tensor is where the launch takes its stride, for a tensor no pointer
+            # receives: a view made on the way, or the launcher's parameter.
+            t = self._tensor_origin(o.tensor, facts, state)
+            extra["strided_view"] = t.strided_view
+            extra["param"] = t.param
         return replace(o, text=self.text(node), span=self.span(node), **extra)
 
     # -- launches
@@ -2515,6 +2538,7 @@ def _assign_state(dst: _State, src: _State) -> None:
         src.tensors, src.ints, src.seqs, src.checks, src.aliases, src.vetted, src.seq_paths, src.units,
     )
     dst.rebound = src.rebound
+    dst.replaced = src.replaced
     dst.known, dst.same, dst.when = src.known, src.same, src.when
 
 

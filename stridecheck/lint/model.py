@@ -151,6 +151,10 @@ class Factor:
     # comparison is a conjunct: not under `|`, `or` or a negation).
     bound_sides: frozenset = frozenset()
     pids: frozenset = frozenset()  # program-id axes it is computed from (0, 1, 2; -1 unknown)
+    # `// c` dividing the product it sits in (`row * stride // 2`, c a literal or constexpr): a
+    # stride scaled to another element size is still that stride. Its ``floordiv`` is what the
+    # whole product would carry were it read as one opaque index.
+    divisor: bool = False
 
 
 @dataclass(slots=True)
@@ -297,6 +301,9 @@ class ArgOrigin:
     is_tensor: bool = False
     # TENSOR: the launcher's parameter it is, unchanged (what its callers pass decides its layout).
     param: str | None = None
+    # TENSOR: the launcher's parameter it still is on some path to the launch, rebound on others
+    # (`if x.stride(-1) != 1: x = x.contiguous()`): on that path, what the callers pass reaches it.
+    kept_param: str | None = None
     dtype: str | None = None  # TENSOR: "int64", "int32", ... when the launcher shows it
     # TENSOR: tensors a dominating check shows to have the same strides (`assert a.stride() == b.stride()`).
     same_strides: tuple[str, ...] = ()

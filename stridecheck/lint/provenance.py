@@ -174,7 +174,9 @@ def _width_fact(tree, model, site, fact, src, depth, seen) -> Layout:
         if not names or fact.sized_from:
             return Layout(PACKED, f"{where} allocates it")
         shown = fact.text if len(fact.text) <= 60 else fact.text[:57] + "..."
-        return Layout(LATENT, f"{where} allocates it as `{shown}`, not from the extents of `{sorted(names)[0]}`")
+        other = (src.name or src.text) if src is not None else sorted(names)[0]
+        other = other if len(other) <= 40 else other[:37] + "..."
+        return Layout(LATENT, f"{where} allocates it as `{shown}`, not from the extents of `{other}`")
     if fact.kind == "strided":
         return Layout(UNKNOWN, f"{where} passes a view of a tensor whose extent nothing shows")
     if fact.kind in ("param", "like", "packed") and fact.name:

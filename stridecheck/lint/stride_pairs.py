@@ -234,6 +234,56 @@ def expected_dims(
     return out
 
 
+_FLAT_SOURCES = frozenset({IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.CONSTEXPR})
+
+
+def flattened_dims(
+    kernel: Kernel, stride: str, bound: dict[str, ArgOrigin], grid: list[ArgOrigin], tensor: str | None
+) -> list[tuple[ArgOrigin, tuple[int, ...]]]:
+    """Products of several extents of the very tensor whose stride ``stride`` receives, bounding an
+    index that ``stride`` alone steps (`row < b * s`, or a grid axis of `b * s` with `row` its
+    program id): the index walks those dimensions flattened. Per product: (origin, the dimensions,
+    non-negative, sorted). An index rebuilt from a program id by `//` or `%` walks one dimension
+    of them (`pid_b = pid - pid_c * batch` too: an index mixing in a runtime value), and is not
+    counted."""
+    out = []
+    for acc in kernel.accesses:
+        for term in acc.terms:
+            if term.step.kind is not StepKind.STRIDE or term.step.params != (stride,):
+                continue
+            if any(op in term.index.text for op in ("//", "%")) or term.index.sources - _FLAT_SOURCES:
+                continue
+            sizes = [bound.get(size) for size in bounds_of(acc, term)]
+            if not bounds_of(acc, term):
+                sizes = [grid[a] for a in pid_axes(term.index) if 0 <= a < len(grid)]
+            for o in sizes:
+                dims = _extent_dims(o, tensor) if o is not None else None
+                if dims is not None and len(dims) > 1:
+                    out.append((o, dims))
+    return out
+
+
+def _extent_dims(o: ArgOrigin, tensor: str | None) -> tuple[int, ...] | None:
+    """The dimensions of ``tensor`` whose extents multiply to ``o`` (None: anything else in it)."""
+    if o.kind is not OriginKind.PRODUCT or not o.factors or tensor is None:
+        return None
+    dims = []
+    for f in o.factors:
+        if f.kind is OriginKind.PRODUCT:
+            inner = _extent_dims(f, tensor)
+            if inner is None:
+                return None
+            dims.extend(inner)
+            continue
+        if f.kind is not OriginKind.SHAPE or f.tensor != tensor or f.dim is None:
+            return None
+        d = normalise_dim(f)
+        if d is None or d < 0:
+            return None
+        dims.append(d)
+    return tuple(sorted(dims)) if len(set(dims)) == len(dims) else None
+
+
 def bounds_of(acc: Access, term) -> tuple[str, ...]:
     """Sizes bounding a term's index: its own bounds, or the access's single mask bound when the
     term is the only one whose index walks a ``tl.arange`` (the mask can bound nothing else)."""

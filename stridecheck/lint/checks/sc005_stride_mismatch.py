@@ -13,6 +13,8 @@ nor shown equal in that dimension by a check: ``assert a.stride() == b.stride()`
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import judged_kernels
 from stridecheck.lint.checks._launch_common import shares_stride
@@ -21,6 +23,7 @@ from stridecheck.lint.fixes import swap_fix
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
 from stridecheck.lint.stride_pairs import (
     expected_dims,
+    flattened_dims,
     own_strides,
     pair_by_name,
     pair_strides,
@@ -101,8 +104,13 @@ def _dropped_stride(tree, reported):
         for pointer, indices in by_pointer.items():
             for index, uses in indices.items():
                 strided = [(a, t) for k, a, t in uses if k == "stride"]
-                unit = [(a, t) for k, a, t in uses if k == "unit"]
-                if not strided or not unit:
+                if not strided:
+                    continue
+                s = strided[0][1].step.params[0]
+                # Under `if s == 1` (directly or through a local test), dropping `s` is right.
+                unit = [(a, t) for k, a, t in uses if k == "unit" and not any(
+                    c.param == s and c.test == "eq" and c.truth and c.value == "1" for c in a.conditions)]
+                if not unit:
                     continue
                 if launches is None:
                     launches = tree.launches_of(model, kernel)
@@ -112,7 +120,6 @@ def _dropped_stride(tree, reported):
                 if layout.kind == PACKED:
                     continue
                 acc, term = min(unit, key=lambda x: (x[0].span.line, x[0].span.column))
-                s = strided[0][1].step.params[0]
                 key = (model.path, acc.span, s)
                 if key in reported:
                     continue
@@ -147,7 +154,7 @@ def _judge(tree, launches, stride, pointer, named, mine):
         if not wrong:
             return None
         bl, so, po = wrong[0]
-        evidence = [layout_of(po, bl, tree), layout_of(_tensor_arg(bl, so.tensor), bl, tree)]
+        evidence = [layout_of(po, bl, tree), layout_of(_tensor_arg(bl, so.tensor) or _stride_source(so), bl, tree)]
         strong = next((e for e in evidence if e.default_tier), None)
         slip = bool(mine.get(pointer))
         why = strong.why if strong else ""
@@ -164,6 +171,12 @@ def _tensor_arg(bl, tensor):
         if o.kind is OriginKind.TENSOR and o.tensor == tensor:
             return o
     return None
+
+
+def _stride_source(so):
+    """The tensor a stride argument is taken from, where no pointer of the launch receives it
+    (`x.stride(0)` stepping a buffer derived from `x`): its layout is what the stride carries."""
+    return replace(so, kind=OriginKind.TENSOR, text=so.tensor, dim=None, factors=())
 
 
 def _share(so, po, bl) -> bool:
@@ -212,6 +225,9 @@ def _at_launch(tree, reported):
             if o.dim is None:
                 continue
             exp = expected_dims(kernel, name, bl.bound, bl.launch.grid, o.tensor)
+            if not exp:
+                yield from _flattened(tree, bl, kernel, name, o, t, reported)
+                continue
             verdicts = {same_dim(o, e) for e in exp}
             if verdicts == {False}:
                 dims = {e.dim for e in exp}
@@ -235,6 +251,37 @@ def _at_launch(tree, reported):
                 yield from _emit(bl, oa, a, reported, fix=None, **_dim_fields(oa, ea, a))
 
 
+def _flattened(tree, bl, kernel, name, o, t, reported):
+    """A stride of one dimension stepping an index that walks several dimensions of the same
+    tensor flattened (a grid of `b * s` rows, each at `row * t.stride(1)`): the step is that
+    dimension's alone, right only while the dimensions outside it are packed over it (`reshape`
+    makes them so, or a contiguous tensor is). The stride of an outer one of them is wrong even
+    then; the innermost one's, where the tensor's layout is shown not to be packed (default
+    tier) or nothing shows it (preview)."""
+    for g, dims in flattened_dims(kernel, name, bl.bound, bl.launch.grid, o.tensor):
+        if list(dims) != list(range(dims[0], dims[-1] + 1)):
+            continue
+        ndim = next((f.ndim for f in g.factors if f.ndim), None) or o.ndim
+        d = o.dim + ndim if o.dim < 0 and ndim else o.dim
+        if d < 0 or d not in dims:
+            continue
+        preview, why = False, ""
+        if d == dims[-1]:
+            if t.contiguous or (t.known_strides and any(k < 0 or k in dims[:-1] for k, _ in t.known_strides)):
+                continue
+            # A path on which the tensor is the launcher's parameter unchanged brings whatever the
+            # callers pass (the other paths make it contiguous, at best).
+            layout = layout_of(replace(t, param=t.kept_param) if t.param is None and t.kept_param else t, bl, tree)
+            if layout.kind == PACKED:
+                continue
+            preview, why = not layout.default_tier, layout.why
+        yield from _emit(bl, o, name, reported, fix=None, template="launch_flattened", preview=preview,
+                         stride=name, bound=g.text or " * ".join(f.text for f in g.factors),
+                         dims=", ".join(map(str, dims)), tensor=o.tensor, arg=o.text, dim=d,
+                         evidence=f" ({why})" if why else "")
+        return
+
+
 def _held_by(pointer_tensor: str, stride_tensor: str) -> bool:
     """Whether the pointer's tensor is an attribute of the very object whose ``.stride()`` is passed
     (`x.storage.data` and `x.stride(0)`: a wrapper's strides are its tensor's, by construction);
@@ -248,13 +295,13 @@ def _dim_fields(o, e, name) -> dict:
     return dict(template="launch_dimension", stride=name, bound=e.text, dim=e.dim, tensor=e.tensor, arg=o.text)
 
 
-def _emit(bl, o, name, reported, fix, template, **fields):
+def _emit(bl, o, name, reported, fix, template, preview=False, **fields):
     key = (bl.module.path, o.span, "SC005")
     if key in reported:
         return
     reported.add(key)
     yield make_finding("SC005", bl.module.path, o.span, fix=fix, group=f"{bl.launch.launcher}:{bl.kernel.name}:{name}",
-                       template=template, **fields)
+                       template=template, preview=preview, **fields)
 
 
 def check(tree, options):
