@@ -40,13 +40,17 @@ def shares_stride(po, so, other=None) -> bool:
         return True
     if so.dim is None or so.factors:
         return False
-    mine = {k for d, k in po.known_strides if d == so.dim}
-    if f"stride:{so.tensor}:{so.dim}" in mine:
+    # A check equating a stride of ``po`` (any dimension: ``scaling.stride(0) == x.stride(2)`` for
+    # a 1-D ``scaling``) with the very stride passed says that value is one of ``po``'s strides.
+    if any(k == f"stride:{so.tensor}:{so.dim}" for _, k in po.known_strides):
         return True
     if other is None:
         return False
     theirs = {k for d, k in other.known_strides if d == so.dim}
-    return f"stride:{po.tensor}:{so.dim}" in theirs or bool(mine & theirs)
+    if any(k.startswith(f"stride:{po.tensor}:") for k in theirs):
+        return True
+    mine = {k for d, k in po.known_strides if d == so.dim}
+    return bool(mine & theirs)
 
 
 def known_stride_value(po, key: str | None) -> bool:

@@ -1,0 +1,154 @@
+"""False default findings of SC005, SC007 and SC003 fixed by kind (issue 18, linter precision):
+each kind has a case that must stay silent and, where one exists, a near miss that must stay."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.lint.test_rules_launch import lint_tree
+
+
+def _found(tmp_path, files, code, preview=True):
+    if isinstance(files, str):
+        files = {"mod.py": files}
+    return [(f.span.line, f.code) for f in lint_tree(tmp_path, files, preview=preview) if f.code == code]
+
+
+def _default(tmp_path, files, code):
+    return _found(tmp_path, files, code, preview=False)
+
+
+# -- a stride pinned by a check in another dimension of the pointer's tensor
+
+SCALE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(x_ptr, s_ptr, n_cols, stride0, stride1, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride0 + cols * stride1, mask=mask)
+    s = tl.load(s_ptr + cols * stride1, mask=mask)
+    tl.store(x_ptr + row * stride0 + cols * stride1, x * s, mask=mask)
+
+
+def scale(x, weight):
+    n_rows, n_cols = x.shape
+    s0, s1 = x.stride(0), x.stride(1)
+{check}
+    _scale_kernel[(n_rows,)](x, weight, n_cols, x.stride(0), x.stride(1), BLOCK=128)
+'''
+
+
+@pytest.mark.parametrize("check", [
+    "    if not weight.stride(0) == s1:\n        raise ValueError('weight')",
+    "    assert weight.stride(0) == x.stride(1)",
+    "    assert x.stride(1) == weight.stride(0)",
+], ids=["if-raise-through-a-name", "assert", "assert-reversed"])
+def test_a_stride_of_the_pointer_checked_equal_to_the_passed_one(tmp_path, check):
+    assert _found(tmp_path, SCALE.replace("{check}", check), "SC005") == []
+
+
+@pytest.mark.parametrize("check", [
+    "",
+    "    if not weight.stride(0) == s0:\n        raise ValueError('weight')",  # another stride of x
+    "    if weight.stride(0) != s1:\n        print('weight')",  # no raise
+], ids=["none", "other-stride", "no-raise"])
+def test_near_miss_keeps_the_borrowed_stride(tmp_path, check):
+    assert _found(tmp_path, SCALE.replace("{check}", check), "SC005") == [(13, "SC005")]
+
+
+# -- a mask bound on a loop counter that only a pointer advance carries
+
+LOOP_ROWS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rows_kernel(a_ptr, out_ptr, M, K: tl.constexpr, stride_am, stride_ak: tl.constexpr,
+                 stride_om, stride_ok: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    first = tl.program_id(1)
+    step = tl.num_programs(1)
+    a_ptrs = a_ptr + first * stride_am + cols * stride_ak
+    o_ptrs = out_ptr + first * stride_om + cols * stride_ok
+    if K % BLOCK == 0:
+        in_cols = True
+    else:
+        in_cols = cols < K
+    for r in range(first, M, step):
+        a = tl.load(a_ptrs, mask=in_cols & (r < M), other=0)
+        tl.store(o_ptrs, a, mask=in_cols)
+        a_ptrs += step * stride_am
+        o_ptrs += step * stride_om
+
+
+def rows(a, out):
+    M, K = a.shape
+    _rows_kernel[(triton.cdiv(K, 128), 64)](a, out, M, K, stride_am=a.stride({am}), stride_ak=a.stride({ak}),
+                                            stride_om=out.stride(0), stride_ok=out.stride(1), BLOCK=128)
+'''
+
+
+def test_a_loop_counter_bound_does_not_bound_the_column_term(tmp_path):
+    assert _found(tmp_path, LOOP_ROWS.replace("{am}", "0").replace("{ak}", "1"), "SC005") == []
+
+
+def test_an_arange_bound_in_the_loop_still_bounds_its_term(tmp_path):
+    # `cols < M` bounds the column term itself: a.stride(1) for an index bounded by M is flagged.
+    src = LOOP_ROWS.replace("in_cols & (r < M)", "cols < M").replace("{am}", "0").replace("{ak}", "1")
+    assert _found(tmp_path, src, "SC005") == [(28, "SC005")]
+
+
+# -- an address built under a constexpr branch every launch turns off, read after the branch
+
+PAGED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _paged_kernel(out_ptr, k_ptr, table_ptr, stride_k0, stride_k1, stride_k2, stride_o0,
+                  PAGE: tl.constexpr, HEAD: tl.constexpr, FLAT: tl.constexpr = False):
+    tok = tl.program_id(0)
+    head = tl.program_id(1)
+    d = tl.arange(0, HEAD)
+    if FLAT:
+        blk = tl.load(table_ptr + tok)
+        k_offset = blk * stride_k0 + head * stride_k1 + d
+    else:
+        blk = tl.load(table_ptr + tok // PAGE)
+        k_offset = blk * stride_k0 + (tok % PAGE) * stride_k1 + head * stride_k2 + d
+    k = tl.load(k_ptr + k_offset)
+    tl.store(out_ptr + tok * stride_o0 + head * HEAD + d, k)
+
+
+def gather(k, table, out):
+    n_tok, n_heads = out.shape[0], k.shape[2]
+    _paged_kernel[(n_tok, n_heads)](out, k, table, k.stride(0), k.stride(1), k.stride(2), out.stride(0),
+                                    PAGE=k.shape[1], HEAD=k.shape[3]{flat})
+'''
+
+
+@pytest.mark.parametrize("flat", [", FLAT=False", ""], ids=["passed-false", "default-false"])
+def test_an_address_of_a_dead_constexpr_arm_is_not_judged(tmp_path, flat):
+    assert _found(tmp_path, PAGED.replace("{flat}", flat), "SC005") == []
+
+
+def test_an_address_of_a_live_constexpr_arm_is_judged(tmp_path):
+    # FLAT=True: heads are stepped by k.stride(1) while the grid bounds them by k.shape[2].
+    assert _found(tmp_path, PAGED.replace("{flat}", ", FLAT=True"), "SC005") == [(25, "SC005")]
+
+
+def test_an_address_made_after_the_branch_from_its_values_keeps_the_condition(tmp_path):
+    src = PAGED.replace("k = tl.load(k_ptr + k_offset)", "k_ptrs = k_ptr + k_offset\n    k = tl.load(k_ptrs)")
+    assert _found(tmp_path, src.replace("{flat}", ", FLAT=False"), "SC005") == []
+    assert _found(tmp_path, src.replace("{flat}", ", FLAT=True"), "SC005") == [(26, "SC005")]
+
