@@ -32,8 +32,8 @@ def shares_stride(po, so, other=None) -> bool:
     """Whether the launcher shows that tensor ``po`` (a TENSOR origin) has the stride ``so`` stands
     for (``t.stride(d)`` of another tensor t; ``other``: t's own origin at the launch, if passed):
     a check or allocation makes their strides equal throughout (``assert po.stride() ==
-    t.stride()``, ``ArgOrigin.same_strides``), or in dimension d (``if po.stride(0) != t.stride(0):
-    raise``), or pins both to one value (``assert po.stride(0) == H`` and ``assert t.stride(0) == H``)."""
+    t.stride()``, ``ArgOrigin.same_strides``), or equates some stride of po with ``t.stride(d)``
+    (``if po.stride(0) != t.stride(0): raise``), or pins both to one value (``assert po.stride(0) == H`` and ``assert t.stride(0) == H``)."""
     if po is None or so is None or not so.tensor:
         return False
     if so.tensor in po.same_strides or (other is not None and po.tensor in other.same_strides):
