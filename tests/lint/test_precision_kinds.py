@@ -152,3 +152,44 @@ def test_an_address_made_after_the_branch_from_its_values_keeps_the_condition(tm
     assert _found(tmp_path, src.replace("{flat}", ", FLAT=False"), "SC005") == []
     assert _found(tmp_path, src.replace("{flat}", ", FLAT=True"), "SC005") == [(26, "SC005")]
 
+
+
+# -- `*t.stride()` of a tensor whose rank the launcher writes out binds every stride
+
+SOFTMAX = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(S, stride_s0, stride_s1, P, stride_p0, stride_p1, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    s = tl.load(S + row * stride_s0 + cols * stride_s1, mask=mask, other=-float("inf"))
+    e = tl.exp(s - tl.max(s, 0))
+    tl.store(P + row * stride_s0 + cols * stride_s1, e / tl.sum(e, 0), mask=mask)
+
+
+def refine(x, steps, group):
+    idx = torch.empty((x.shape[0], x.shape[1] * 2), dtype=torch.int32, device=x.device)
+    scores = torch.empty_like(idx, dtype=x.dtype)
+    probs = {probs}
+    for _ in range(steps):
+        _softmax_kernel[(scores.shape[0],)](scores, *scores.stride(), probs, *probs.stride(), scores.shape[1],
+                                            BLOCK=128)
+        best = scores.view(-1, group, scores.shape[-1]).min(1, keepdim=True)[0]
+        scores = best.repeat(1, group, 1).view(-1, best.shape[-1])
+    return probs
+'''
+
+
+def test_two_packed_allocations_of_one_shape_share_strides(tmp_path):
+    assert _found(tmp_path, SOFTMAX.replace("{probs}", "torch.empty_like(scores)"), "SC005") == []
+
+
+def test_a_view_stored_with_a_packed_tensors_strides_is_found(tmp_path):
+    # `probs` a column slice of a wider buffer: its row stride is not `scores`'.
+    src = SOFTMAX.replace("{probs}", "torch.empty((x.shape[0], x.shape[1] * 4), device=x.device)[:, ::2]")
+    assert _default(tmp_path, src, "SC005") == [(14, "SC005")]
