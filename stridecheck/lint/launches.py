@@ -273,28 +273,6 @@ def _rank_of_sizes(call: ast.Call) -> int | None:
     return len(args)
 
 
-def _none_tested(test, truth: bool) -> tuple[str, ...]:
-    """Names ``test`` shows to be None where it is ``truth`` (``x is None`` true, ``x is not None``
-    false)."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
-            and _is_none(test.comparators[0]) and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
-        return (test.left.id,) if isinstance(test.ops[0], ast.Is) == truth else ()
-    return ()
-
-
-def _adopt_facts(none_state: "_State", other: "_State", name: str) -> None:
-    """Give ``none_state`` (where ``name`` is None) the facts ``other`` knows of ``name``."""
-    if name in none_state.rebound and name not in other.rebound:
-        return
-    for attr in ("vetted", "units", "known", "same"):
-        theirs = getattr(other, attr)
-        if name in theirs:
-            getattr(none_state, attr)[name] = theirs[name]
-    for key, check in other.checks.items():
-        if check.tensor == name:
-            none_state.checks[key] = check
-
-
 def dotted(node) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None. ``None``/``True``/``False`` read as names
     (``"None"``), as libcst reads them: kernel aliases and argument texts depend on it."""
@@ -1128,13 +1106,6 @@ class _Collector:
         # An `elif` (an If alone in orelse) never counts as exiting, as an `else:` holding only an
         # `if` does not: neither ends the block as a whole.
         else_exits = self.block(stmt.orelse, else_state, scan) if stmt.orelse else False
-        if not then_exits and not else_exits:
-            # On the path where `t is None`, t reaches no address: what the other path checks
-            # of t (`if c is not None: assert c.shape[0] == M`) holds wherever t is a tensor.
-            for name, none_state, other in ((n, else_state, then_state) for n in _none_tested(stmt.test, False)):
-                _adopt_facts(none_state, other, name)
-            for name in _none_tested(stmt.test, True):
-                _adopt_facts(then_state, else_state, name)
         live = [s for s, ex in ((then_state, then_exits), (else_state, else_exits)) if not ex]
         _assign_state(state, _State.meet(live) if live else state)
 
