@@ -1126,6 +1126,8 @@ class _Collector:
                     # `x is None or x.is_contiguous()`: where x is a tensor at all, the rest holds
                     # (where it is None, nothing reaches an address).
                     self.assume(rest, state, truth)
+                elif truth and isinstance(test.op, ast.Or):
+                    self._outer_packed(test, state)
             return
         if (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_none(test.comparators[0])
                 and isinstance(test.ops[0], (ast.Is, ast.IsNot))):
@@ -1156,6 +1158,38 @@ class _Collector:
             if name is not None:
                 old = state.tensors.get(name, _Tensor(family=name))
                 state.tensors[name] = replace(old, contiguous=True)
+
+    def _outer_packed(self, test: ast.BoolOp, state: _State) -> None:
+        """``t.is_contiguous() or t.mT.is_contiguous()`` holding: t is packed, or packed with its
+        last two dimensions swapped. Either way each outer dimension's stride is the product of
+        the extents after it (a batch of [N, K] matrices is N*K apart in both layouts)."""
+        tensor = None
+        for v in test.values:
+            if not (isinstance(v, ast.Call) and not _nargs(v) and (m := _method(v)) is not None
+                    and m[1] == "is_contiguous"):
+                return
+            node = m[0]
+            if isinstance(node, ast.Attribute) and node.attr == "mT":
+                node = node.value
+            elif isinstance(node, ast.Call) and (mt := _method(node)) is not None and mt[1] == "transpose" \
+                    and sorted(_int_literal(a) for a in node.args if _int_literal(a) is not None) == [-2, -1] \
+                    and len(node.args) == 2:
+                node = mt[0]
+            name = self.tensor_name(node)
+            if name is None or tensor not in (None, name):
+                return
+            tensor = name
+        facts = state.tensors.get(tensor)
+        rank = facts.ndim if facts is not None else None
+        if rank is None:
+            rank = next((o.ndim for o in state.ints.values()
+                         if o.tensor == tensor and o.kind is OriginKind.SHAPE and o.ndim), None)
+        if rank is None or rank < 3:
+            return
+        for d in range(rank - 2):
+            key = "prod:" + "*".join(sorted(f"shape:{tensor}:{j}" for j in range(d + 1, rank)))
+            _add_known(state, tensor, d, key)
+            _add_known(state, tensor, d - rank, key)
 
     # -- tests written through a helper or a generator
 

@@ -193,3 +193,59 @@ def test_a_view_stored_with_a_packed_tensors_strides_is_found(tmp_path):
     # `probs` a column slice of a wider buffer: its row stride is not `scores`'.
     src = SOFTMAX.replace("{probs}", "torch.empty((x.shape[0], x.shape[1] * 4), device=x.device)[:, ::2]")
     assert _default(tmp_path, src, "SC005") == [(14, "SC005")]
+
+
+# -- a check admitting a packed tensor or its last-two-dims transpose packs the batch dimension
+
+GROUPED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _grouped_kernel(a_ptr, b_ptr, d_ptr, ids_ptr, M, N, K, B_K_MAJOR: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, BLOCK)
+    ks = tl.arange(0, BLOCK)
+    batch = tl.load(ids_ptr + pid * BLOCK).to(tl.int64)
+    a = tl.load(a_ptr + rows[:, None] * K + ks[None, :])
+    b = tl.load(b_ptr + batch * K * N + ks[:, None] * (1 if B_K_MAJOR else N) + cols[None, :] * (K if B_K_MAJOR else 1))
+    tl.store(d_ptr + rows[:, None] * N + cols[None, :], tl.dot(a, b), mask=cols[None, :] < N)
+
+
+def grouped(a, b, d, ids):
+    g, n, k = b.shape
+    assert a.is_contiguous() and {layout}
+    assert d.is_contiguous() and ids.is_contiguous()
+{size_check}
+    M, K = a.shape
+    _grouped_kernel[(triton.cdiv(M, 64),)](a, b, d, ids, M, n, K, B_K_MAJOR=b.is_contiguous(), BLOCK=64)
+
+
+def grouped_nn(a, b, d, ids):
+    grouped(a, b.mT, d, ids)
+'''
+_EITHER = "(b.is_contiguous() or b.mT.is_contiguous())"
+_SIZES = "    assert a.size(1) == k and d.size(1) == n"
+
+
+def _sc003(tmp_path, layout, size_check):
+    src = GROUPED.replace("{layout}", layout).replace("{size_check}", size_check)
+    return _found(tmp_path, src, "SC003")
+
+
+@pytest.mark.parametrize("layout", [_EITHER, "(b.transpose(-1, -2).is_contiguous() or b.is_contiguous())"],
+                         ids=["mT", "transpose"])
+def test_either_layout_of_the_last_two_dims_packs_the_batch(tmp_path, layout):
+    assert _sc003(tmp_path, layout, _SIZES) == []
+
+
+@pytest.mark.parametrize("layout,size_check", [
+    (_EITHER, ""),  # K is a's extent: nothing ties it to b's
+    ("(b.is_contiguous() or b.transpose(0, 1).is_contiguous())", _SIZES),  # the batch dimension moves
+    ("(b.is_contiguous() or d.mT.is_contiguous())", _SIZES),  # another tensor
+], ids=["no-size-check", "batch-transposed", "other-tensor"])
+def test_near_miss_keeps_the_batch_step(tmp_path, layout, size_check):
+    assert (15, "SC003") in _sc003(tmp_path, layout, size_check)
