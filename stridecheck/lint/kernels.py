@@ -401,6 +401,9 @@ class _Walker:
         # built under `if SHUFFLED:` and read after the `if` exists only where that branch ran.
         self.vconds: dict[str, tuple[Condition, ...]] = {}
         self.alt_conds: dict[str, list[tuple[Condition, ...]]] = {}
+        # An inlined helper's parameters whose None-ness the call settles (`pid_1=None` left to
+        # its default: True; `pid_1=pid_0` passed: False): `if pid_1 is None:` has one live arm.
+        self.none_params: dict[str, bool] = {}
         self.bounded_names = ctx.bounded_names(func)
         self.evidence: frozenset = ctx.pointer_evidence(func)  # mapped to the kernel's names in inline()
 
@@ -432,6 +435,9 @@ class _Walker:
                 self.env[s.target.id] = v
         elif isinstance(s, ast.Expr):
             self.eval(s.value)
+        elif isinstance(s, ast.If) and (live := self._settled_none_test(s.test)) is not None:
+            # Triton specialises `p is None` on the call's argument: only one arm is compiled.
+            self.block(s.body if live else s.orelse)
         elif isinstance(s, ast.If):
             self.eval(s.test)
             outer = self.conds
@@ -486,6 +492,17 @@ class _Walker:
                 self.eval(s.test)
             finally:
                 self.checking -= 1
+
+    def _settled_none_test(self, test: ast.expr) -> bool | None:
+        """The value of ``p is None`` / ``p is not None`` where the call settles p's None-ness."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot))):
+            return None
+        is_none = self.none_params.get(test.left.id)
+        if is_none is None:
+            return None
+        return is_none if isinstance(test.ops[0], ast.Is) else not is_none
 
     def _condition_param(self, node: ast.expr) -> str | None:
         """The kernel parameter a branch test reads directly (through a helper's binding too)."""
@@ -742,6 +759,10 @@ class _Walker:
                 f.text for f in _all_factors(b)))
         if isinstance(op, ast.BitOr):
             return _disjoined(self.collapse(node, [a, b]))
+        if isinstance(op, ast.Mod):
+            # `(pid_z * H + h) % H`: a remainder is bounded by its divisor, not by the grid
+            # extents of the program ids it is made of.
+            return self.collapse(node, [a, b], pids=frozenset())
         return self.collapse(node, [a, b])
 
     def _pid_blocks(self, factors) -> frozenset:
@@ -924,6 +945,16 @@ class _Walker:
         w.in_loop = self.loops > 0 or self.in_loop
         w.conds = self.conds
         w.vconds = vconds
+        assigned = {n.id for n in ast.walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        params = helper.args.posonlyargs + helper.args.args
+        defaults = dict(zip([a.arg for a in params][len(params) - len(helper.args.defaults):], helper.args.defaults))
+        for name in names:
+            if name in assigned:
+                continue
+            if name in bindings:
+                w.none_params[name] = bindings[name].strip() == "None"
+            elif isinstance(defaults.get(name), ast.Constant) and defaults[name].value is None:
+                w.none_params[name] = True
         # The helper's pointer names, as the kernel's parameters bound to them.
         mapped = set(self.evidence)
         for n in w.evidence:

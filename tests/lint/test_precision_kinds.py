@@ -249,3 +249,78 @@ def test_either_layout_of_the_last_two_dims_packs_the_batch(tmp_path, layout):
 ], ids=["no-size-check", "batch-transposed", "other-tensor"])
 def test_near_miss_keeps_the_batch_step(tmp_path, layout, size_check):
     assert (15, "SC003") in _sc003(tmp_path, layout, size_check)
+
+
+# -- program ids the grid bounds, read through a helper's None default or a remainder
+
+ROWS3 = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _load_row(Q, stride_q_b, stride_q_t, stride_q_h, H: tl.constexpr, D: tl.constexpr, pid_t=None):
+    if pid_t is None:
+        idx_t = tl.program_id(1)
+    else:
+        idx_t = pid_t
+    idx_bh = tl.program_id(0)
+    idx_h = idx_bh % H
+    return tl.load(Q + (idx_bh // H) * stride_q_b + idx_t * stride_q_t + idx_h * stride_q_h + tl.arange(0, D))
+
+
+@triton.jit
+def _outer_kernel(Q, stride_q_b, stride_q_t, stride_q_h, stride_q_d, O, stride_o_b, n_t,
+                  H: tl.constexpr, D: tl.constexpr):
+    idx_bh = tl.program_id(0)
+    for t in range(n_t):
+        row = _load_row(Q, stride_q_b, stride_q_t, stride_q_h, H, D{pid})
+        tl.store(O + idx_bh * stride_o_b + tl.arange(0, D), row)
+
+
+def outer(q, o):
+    q = q.view(q.shape[0], q.shape[1], q.shape[2], q.shape[3])
+    B, T, H, D = q.shape
+    _outer_kernel[(B * H, B)](q, *q.stride(), o, o.stride(0), T, H=H, D=D)
+'''
+
+
+def test_a_helper_argument_settles_its_none_branch(tmp_path):
+    # `pid_t=t` passed: `tl.program_id(1)` (an axis the grid sizes by B) never steps the rows.
+    assert _found(tmp_path, ROWS3.replace("{pid}", ", pid_t=t"), "SC005") == []
+
+
+def test_a_helper_none_default_keeps_its_branch(tmp_path):
+    # `pid_t` left None: rows are stepped by program id 1, bounded by B (dimension 0 of q).
+    assert _found(tmp_path, ROWS3.replace("{pid}", ""), "SC005") == [(30, "SC005")]
+
+
+HEADS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _heads_kernel(Q, stride_q_b, stride_q_h, O, stride_o_b, H: tl.constexpr, D: tl.constexpr):
+    idx_bh = tl.program_id(1) * H + tl.program_id(0) % H
+    idx_b = idx_bh // H
+    idx_h = {head}
+    row = tl.load(Q + idx_b * stride_q_b + idx_h * stride_q_h + tl.arange(0, D))
+    tl.store(O + idx_bh * stride_o_b + tl.arange(0, D), row)
+
+
+def heads(q, o):
+    B, H, D = q.shape
+    _heads_kernel[(H * 2, B)](q, q.stride(0), q.stride(1), o, o.stride(0), H=H, D=D)
+'''
+
+
+def test_a_remainder_is_not_bounded_by_the_grid(tmp_path):
+    assert _found(tmp_path, HEADS.replace("{head}", "idx_bh % H"), "SC005") == []
+
+
+def test_a_program_id_the_grid_bounds_is_still_compared(tmp_path):
+    # Heads stepped by program id 1, which the grid sizes by B (dimension 0 of q).
+    assert _found(tmp_path, HEADS.replace("{head}", "tl.program_id(1)"), "SC005") == [(18, "SC005")]
