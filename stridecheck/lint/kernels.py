@@ -420,6 +420,8 @@ class _Walker:
                 self.assign(t, s.value, v)
             if self.alts and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
                 self._alternatives_through(s.targets[0].id, s.value, v)
+                if s.targets[0].id in self.alts:
+                    self.vconds[s.targets[0].id] = self.conds_of(s.value, with_alts=True)
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.assign(s.target, s.value, self.eval(s.value))
@@ -570,7 +572,7 @@ class _Walker:
                 other = self.eval(value)
                 if other is not v and len(got) < _MAX_ALTERNATIVES:
                     got.append(other)
-                    got_conds.append(self.conds_of(value))
+                    got_conds.append(self.conds_of(value, with_alts=True))
             self.env[name], self.vconds[name] = saved, saved_vc
         if got:
             self.alts[target] = got
@@ -589,12 +591,15 @@ class _Walker:
         got = self.alt_conds.get(name, ())
         return got[i] if i < len(got) else ()
 
-    def conds_of(self, node: ast.AST | None) -> tuple[Condition, ...]:
-        """The branches the walk is inside, and those the names ``node`` reads were made under."""
+    def conds_of(self, node: ast.AST | None, with_alts: bool = False) -> tuple[Condition, ...]:
+        """The branches the walk is inside, and those the names ``node`` reads were made under.
+        A name holding other values on other arms lends its branches only ``with_alts``: where
+        the caller also reads ``node`` with each alternative (and its own branches); otherwise
+        the value would vanish with its arm."""
         out = list(self.conds)
         if node is not None:
             for n in ast.walk(node):
-                if isinstance(n, ast.Name):
+                if isinstance(n, ast.Name) and (with_alts or n.id not in self.alts):
                     out.extend(c for c in self.vconds.get(n.id, ()) if c not in out)
         return tuple(out)
 
@@ -1002,7 +1007,7 @@ class _Walker:
             return self.block_access(node, addr, kind, mask, self.conds_of(ptr_node))
         in_loop = self.loops > 0 or self.in_loop
         self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper, in_loop,
-                                    self.conds_of(ptr_node)))
+                                    self.conds_of(ptr_node, with_alts=True)))
         ps = _params_of(addr)
         if self.alts and ptr_node is not None:
             # The address read with each other value its names hold on another if-arm.
@@ -1016,7 +1021,7 @@ class _Walker:
                         if other.block is None:
                             self.facts.raws.append(_Raw(kind, other, mask, self.ctx.src.span(node),
                                                         kind != "load", self.helper, in_loop,
-                                                        self.conds_of(ptr_node)))
+                                                        self.conds_of(ptr_node, with_alts=True)))
                             ps |= _params_of(other)
                     self.env[n.id], self.vconds[n.id] = saved, saved_vc
         self.facts.address |= ps

@@ -324,3 +324,13 @@ def test_a_remainder_is_not_bounded_by_the_grid(tmp_path):
 def test_a_program_id_the_grid_bounds_is_still_compared(tmp_path):
     # Heads stepped by program id 1, which the grid sizes by B (dimension 0 of q).
     assert _found(tmp_path, HEADS.replace("{head}", "tl.program_id(1)"), "SC005") == [(18, "SC005")]
+
+
+def test_a_pointer_advanced_by_a_value_of_either_arm_is_still_judged(tmp_path):
+    # Both arms step heads by `stride_k1`; `k_ptr += k_offset` does not carry the arms apart, so
+    # the address must not take the body's condition (FLAT=False would drop it, and the defect).
+    src = PAGED.replace(
+        "        k_offset = blk * stride_k0 + (tok % PAGE) * stride_k1 + head * stride_k2 + d",
+        "        k_offset = blk * stride_k0 + head * stride_k1 + d",
+    ).replace("k = tl.load(k_ptr + k_offset)", "k_ptr += k_offset\n    k = tl.load(k_ptr)")
+    assert _found(tmp_path, src.replace("{flat}", ", FLAT=False"), "SC005") == [(26, "SC005")]
