@@ -417,6 +417,13 @@ class _Walker:
         # Local names holding a test (`aligned = (stride_xn == 1) & (n % BLOCK == 0)`): a branch on
         # the name is a branch on the test. Per name, the conditions it puts when true and when false.
         self.tests: dict[str, tuple[list[Condition] | None, list[Condition] | None]] = {}
+        # The branches a name's value (and each of its alternatives) was made under: an address
+        # built under `if SHUFFLED:` and read after the `if` exists only where that branch ran.
+        self.vconds: dict[str, tuple[Condition, ...]] = {}
+        self.alt_conds: dict[str, list[tuple[Condition, ...]]] = {}
+        # An inlined helper's parameters whose None-ness the call settles (`pid_1=None` left to
+        # its default: True; `pid_1=pid_0` passed: False): `if pid_1 is None:` has one live arm.
+        self.none_params: dict[str, bool] = {}
         self.bounded_names = ctx.bounded_names(func)
         self.evidence: frozenset = ctx.pointer_evidence(func)  # mapped to the kernel's names in inline()
 
@@ -433,6 +440,8 @@ class _Walker:
                 self.assign(t, s.value, v)
             if self.alts and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
                 self._alternatives_through(s.targets[0].id, s.value, v)
+                if s.targets[0].id in self.alts:
+                    self.vconds[s.targets[0].id] = self.conds_of(s.value, with_alts=True)
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.assign(s.target, s.value, self.eval(s.value))
@@ -444,35 +453,41 @@ class _Walker:
                 if self.loops and v.block is None and _base_summand(v, self) is None:
                     # An integer carried across iterations (`step += 1`): a loop counter.
                     v = self._counter(s.target, v)
+                self.vconds[s.target.id] = self.conds_of(s)
                 self.env[s.target.id] = v
         elif isinstance(s, ast.Expr):
             self.eval(s.value)
+        elif isinstance(s, ast.If) and (live := self._settled_none_test(s.test)) is not None:
+            # Triton specialises `p is None` on the call's argument: only one arm is compiled.
+            self.block(s.body if live else s.orelse)
         elif isinstance(s, ast.If):
             self.eval(s.test)
             outer = self.conds
             body_conds, else_conds = self._branch_conditions(s.test)
             if not s.orelse:
-                before = dict(self.env)
+                before, before_vc = dict(self.env), dict(self.vconds)
                 self.conds = outer + body_conds
                 self.block(s.body)
                 self.conds = outer
-                self._keep_alternatives(before, self.env)
+                self._keep_alternatives(before, self.env, before_vc)
             else:
-                before = dict(self.env)
+                before, before_vc = dict(self.env), dict(self.vconds)
                 self.conds = outer + body_conds
                 self.block(s.body)
-                after_body = dict(self.env)
+                after_body, body_vc = dict(self.env), dict(self.vconds)
                 self.env.clear()
                 self.env.update(before)
+                self.vconds = dict(before_vc)
                 self.conds = outer + else_conds
                 self.block(s.orelse)
                 self.conds = outer
-                after_else = dict(self.env)
+                after_else, else_vc = dict(self.env), self.vconds
                 # Both arms' values survive: the body's as the value, the other as an alternative
                 # (`x_ptrs` built one way under `if SPLIT_K:` and another way in `else`).
                 self.env.clear()
                 self.env.update(after_body)
-                self._keep_alternatives(after_else, after_body)
+                self.vconds = body_vc
+                self._keep_alternatives(after_else, after_body, else_vc)
         elif isinstance(s, (ast.For, ast.AsyncFor)):
             self.loop(s)
         elif isinstance(s, ast.While):
@@ -499,6 +514,17 @@ class _Walker:
                 self.eval(s.test)
             finally:
                 self.checking -= 1
+
+    def _settled_none_test(self, test: ast.expr) -> bool | None:
+        """The value of ``p is None`` / ``p is not None`` where the call settles p's None-ness."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot))):
+            return None
+        is_none = self.none_params.get(test.left.id)
+        if is_none is None:
+            return None
+        return is_none if isinstance(test.ops[0], ast.Is) else not is_none
 
     def _condition_param(self, node: ast.expr) -> str | None:
         """The kernel parameter a branch test reads directly (through a helper's binding too)."""
@@ -561,29 +587,52 @@ class _Walker:
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in self.alts and n.id in self.env}
         if not names:
             self.alts.pop(target, None)
+            self.alt_conds.pop(target, None)
             return
         got: list[_Value] = []
+        got_conds: list[tuple[Condition, ...]] = []
         for name in sorted(names):
-            saved = self.env[name]
-            for alt in self.alts[name]:
+            saved, saved_vc = self.env[name], self.vconds.get(name, ())
+            for i, alt in enumerate(self.alts[name]):
                 self.env[name] = alt
+                self.vconds[name] = self._alternative_conds(name, i)
                 other = self.eval(value)
                 if other is not v and len(got) < _MAX_ALTERNATIVES:
                     got.append(other)
-            self.env[name] = saved
+                    got_conds.append(self.conds_of(value, with_alts=True))
+            self.env[name], self.vconds[name] = saved, saved_vc
         if got:
             self.alts[target] = got
+            self.alt_conds[target] = got_conds
 
-    def _keep_alternatives(self, other: dict, current: dict) -> None:
+    def _keep_alternatives(self, other: dict, current: dict, other_conds: dict) -> None:
         for name, v in other.items():
             cur = current.get(name)
             if cur is not None and cur is not v:
                 alts = self.alts.setdefault(name, [])
                 if len(alts) < _MAX_ALTERNATIVES and all(a is not v for a in alts):
                     alts.append(v)
+                    self.alt_conds.setdefault(name, []).append(other_conds.get(name, ()))
+
+    def _alternative_conds(self, name: str, i: int) -> tuple[Condition, ...]:
+        got = self.alt_conds.get(name, ())
+        return got[i] if i < len(got) else ()
+
+    def conds_of(self, node: ast.AST | None, with_alts: bool = False) -> tuple[Condition, ...]:
+        """The branches the walk is inside, and those the names ``node`` reads were made under.
+        A name holding other values on other arms lends its branches only ``with_alts``: where
+        the caller also reads ``node`` with each alternative (and its own branches); otherwise
+        the value would vanish with its arm."""
+        out = list(self.conds)
+        if node is not None:
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and (with_alts or n.id not in self.alts):
+                    out.extend(c for c in self.vconds.get(n.id, ()) if c not in out)
+        return tuple(out)
 
     def assign(self, target: ast.expr, value_node: ast.expr, v: _Value) -> None:
         if isinstance(target, ast.Name):
+            self.vconds[target.id] = self.conds_of(value_node)
             self.env[target.id] = v
             if isinstance(value_node, ast.Name) and value_node.id in self.tests:
                 self.tests[target.id] = self.tests[value_node.id]
@@ -599,6 +648,7 @@ class _Walker:
             else:
                 for t in target.elts:
                     if isinstance(t, ast.Name):
+                        self.vconds[t.id] = self.conds_of(value_node)
                         f = _merge(list(_all_factors(v)), t.id)
                         f = replace(f, sources=f.sources | {IndexSource.OTHER})
                         self.env[t.id] = _Value((_Summand((f,), self.ctx.src.span(t), t.id),))
@@ -617,11 +667,13 @@ class _Walker:
             int64 = any(f.int64 for v in vals[:2] for f in _all_factors(v))
             if isinstance(s.target, ast.Name):
                 self.env[s.target.id] = self._loop_variable(s.target, int64)
+                self.vconds[s.target.id] = self.conds_of(it)
         else:
             self.eval(it)
             for t in ast.walk(s.target):
                 if isinstance(t, ast.Name):
                     self.env[t.id] = self._loop_variable(t, False)
+                    self.vconds[t.id] = self.conds_of(it)
         self._loop_carried(s.body)
         self.loops += 1
         self.block(s.body)
@@ -755,6 +807,10 @@ class _Walker:
             return self.collapse(node, [a, b], floordiv=floordiv)
         if isinstance(op, ast.BitOr):
             return _disjoined(self.collapse(node, [a, b]))
+        if isinstance(op, ast.Mod):
+            # `(pid_z * H + h) % H`: a remainder is bounded by its divisor, not by the grid
+            # extents of the program ids it is made of.
+            return self.collapse(node, [a, b], pids=frozenset())
         return self.collapse(node, [a, b])
 
     def _scales_a_product(self, a: _Value, b: _Value) -> bool:
@@ -932,15 +988,18 @@ class _Walker:
         names = [a.arg for a in helper.args.posonlyargs + helper.args.args]
         env: dict[str, _Value] = {}
         bindings: dict[str, str] = {}
+        vconds: dict[str, tuple[Condition, ...]] = {}
         for name, a in zip(names, node.args):
             if isinstance(a, ast.Starred):
                 break
             env[name] = self.eval(a)
             bindings[name] = self.ctx.src.text(a)
+            vconds[name] = self.conds_of(a)
         for k in node.keywords:
             if k.arg:
                 env[k.arg] = self.eval(k.value)
                 bindings[k.arg] = self.ctx.src.text(k.value)
+                vconds[k.arg] = self.conds_of(k.value)
         self.facts.helper_calls.append(HelperCall(helper.name, self.ctx.src.span(node), bindings))
         w = _Walker(self.ctx, helper, self.facts, env, {}, self.depth + 1, helper.name,
                     self.stack + (helper.name,))
@@ -949,6 +1008,17 @@ class _Walker:
         for name, a in list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]:
             if isinstance(a, ast.Name) and a.id in self.tests:
                 w.tests[name] = self.tests[a.id]  # a test handed to the helper
+        w.vconds = vconds
+        assigned = {n.id for n in ast.walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        params = helper.args.posonlyargs + helper.args.args
+        defaults = dict(zip([a.arg for a in params][len(params) - len(helper.args.defaults):], helper.args.defaults))
+        for name in names:
+            if name in assigned:
+                continue
+            if name in bindings:
+                w.none_params[name] = bindings[name].strip() == "None"
+            elif isinstance(defaults.get(name), ast.Constant) and defaults[name].value is None:
+                w.none_params[name] = True
         # The helper's pointer names, as the kernel's parameters bound to them.
         mapped = set(self.evidence)
         for n in w.evidence:
@@ -993,24 +1063,26 @@ class _Walker:
             if kind != "load":
                 self.facts.used |= _params_of(v)  # a stride stored as a value is used
         if addr.block is not None:
-            return self.block_access(node, addr, kind, mask)
+            return self.block_access(node, addr, kind, mask, self.conds_of(ptr_node))
         in_loop = self.loops > 0 or self.in_loop
         self.facts.raws.append(_Raw(kind, addr, mask, self.ctx.src.span(node), kind != "load", self.helper, in_loop,
-                                    self.conds))
+                                    self.conds_of(ptr_node, with_alts=True)))
         ps = _params_of(addr)
         if self.alts and ptr_node is not None:
             # The address read with each other value its names hold on another if-arm.
             for n in ast.walk(ptr_node):
                 if isinstance(n, ast.Name) and n.id in self.alts and n.id in self.env:
-                    saved = self.env[n.id]
-                    for alt in self.alts[n.id]:
+                    saved, saved_vc = self.env[n.id], self.vconds.get(n.id, ())
+                    for i, alt in enumerate(self.alts[n.id]):
                         self.env[n.id] = alt
+                        self.vconds[n.id] = self._alternative_conds(n.id, i)
                         other = self.eval(ptr_node)
                         if other.block is None:
                             self.facts.raws.append(_Raw(kind, other, mask, self.ctx.src.span(node),
-                                                        kind != "load", self.helper, in_loop, self.conds))
+                                                        kind != "load", self.helper, in_loop,
+                                                        self.conds_of(ptr_node, with_alts=True)))
                             ps |= _params_of(other)
-                    self.env[n.id] = saved
+                    self.env[n.id], self.vconds[n.id] = saved, saved_vc
         self.facts.address |= ps
         self.facts.used |= ps
         if kind == "load":
@@ -1020,10 +1092,11 @@ class _Walker:
                                            leaves=self._load_leaf(node)))
         return _EMPTY
 
-    def block_access(self, node: ast.Call, bv: _Value, kind: str, mask: _Value | None = None) -> _Value:
+    def block_access(self, node: ast.Call, bv: _Value, kind: str, mask: _Value | None = None,
+                     conds: tuple[Condition, ...] | None = None) -> _Value:
         kind = "load" if kind == "load" else kind
         self.facts.raws.append(_Raw(kind, bv, mask, self.ctx.src.span(node), kind != "load", self.helper,
-                                    self.loops > 0 or self.in_loop, self.conds))
+                                    self.loops > 0 or self.in_loop, self.conds if conds is None else conds))
         if kind == "load":
             return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.LOADED}),
                                            leaves=self._load_leaf(node)))
@@ -1476,7 +1549,8 @@ def _mask_reach(mask: _Value | None, mask_bounds: tuple[str, ...], term_leaves: 
     with it. It bounds a term whole when all its atoms are that term's and it is a conjunct. An
     index we cannot follow (no atoms, or an opaque one) reaches every term. In a loop a loop
     counter is not asked of the address: a pointer advanced each iteration (`y_ptrs += BLOCK *
-    stride`) carries the counter without naming it."""
+    stride`) carries the counter without naming it (an index of counters alone reaches only that
+    advance, outside the terms)."""
     if mask is None or not mask_bounds:
         return ()
     sides: dict[str, set] = {}
@@ -1494,7 +1568,13 @@ def _mask_reach(mask: _Value | None, mask_bounds: tuple[str, ...], term_leaves: 
             reached.update(all_terms or (-1,))
         for lv, conj in got or ():
             if in_loop:
-                lv = frozenset(x for x in lv if x[0] != "loop")
+                counters = frozenset(x for x in lv if x[0] == "loop")
+                if lv and counters == lv and not lv <= everything:
+                    # Only loop counters the address never names: they reach it through a pointer
+                    # advanced each iteration, which is no term of it.
+                    reached.add(-1)
+                    continue
+                lv = lv - counters
             if not lv or _OPAQUE in lv:
                 reached.update(all_terms or (-1,))
                 continue

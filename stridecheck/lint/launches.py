@@ -132,6 +132,7 @@ class _Tensor:
     inner: bool = False  # ... whose innermost stride is not 1 (`x.t()`, `x.unbind(-1)`, `x[..., 0]`)
     dtype: str | None = None  # "int64", "int32", ... when the allocation or a conversion shows it
     strides: frozenset = frozenset()  # (dim, value key) the allocation fixes (`empty_strided(s, (1, k))`)
+    ndim: int | None = None  # the rank, where the allocation or view writes its sizes out
 
 
 _ANY = frozenset({"*"})  # vetted against every extent: allocated in the launcher
@@ -247,6 +248,7 @@ class _State:
                         family=a.family if a.family == b.family else None,
                         like_of=a.like_of if a.like_of == b.like_of else None,
                         strides=a.strides & b.strides,
+                        ndim=a.ndim if a.ndim == b.ndim else None,
                     )
             for attr, top in (("vetted", _ANY), ("units", _ALL_DIMS), ("known", _ALL_DIMS), ("same", _ALL_DIMS),
                               ("when", _ALL_DIMS)):
@@ -269,6 +271,22 @@ class _State:
 
 
 # ----------------------------------------------------------------------------- small helpers
+
+
+_SIZED_ALLOC = frozenset({"empty", "zeros", "ones", "rand", "randn", "new_empty", "new_zeros", "new_ones"})
+
+
+def _rank_of_sizes(call: ast.Call) -> int | None:
+    """How many sizes ``f(a, b, c)`` / ``f((a, b, c))`` writes out (``torch.empty``, ``x.view``,
+    ``x.repeat``); None where a starred or a sequence variable hides the count."""
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    elif len(args) == 1 and not isinstance(args[0], (ast.Constant, ast.BinOp, ast.Subscript)):
+        return None  # `torch.empty(shape)`: a sequence, or one size; not told apart
+    if not args or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    return len(args)
 
 
 def dotted(node) -> str | None:
@@ -1128,6 +1146,8 @@ class _Collector:
                     # `x is None or x.is_contiguous()`: where x is a tensor at all, the rest holds
                     # (where it is None, nothing reaches an address).
                     self.assume(rest, state, truth)
+                elif truth and isinstance(test.op, ast.Or):
+                    self._outer_packed(test, state)
             return
         if (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_none(test.comparators[0])
                 and isinstance(test.ops[0], (ast.Is, ast.IsNot))):
@@ -1158,6 +1178,38 @@ class _Collector:
             if name is not None:
                 old = state.tensors.get(name, _Tensor(family=name))
                 state.tensors[name] = replace(old, contiguous=True)
+
+    def _outer_packed(self, test: ast.BoolOp, state: _State) -> None:
+        """``t.is_contiguous() or t.mT.is_contiguous()`` holding: t is packed, or packed with its
+        last two dimensions swapped. Either way each outer dimension's stride is the product of
+        the extents after it (a batch of [N, K] matrices is N*K apart in both layouts)."""
+        tensor = None
+        for v in test.values:
+            if not (isinstance(v, ast.Call) and not _nargs(v) and (m := _method(v)) is not None
+                    and m[1] == "is_contiguous"):
+                return
+            node = m[0]
+            if isinstance(node, ast.Attribute) and node.attr == "mT":
+                node = node.value
+            elif isinstance(node, ast.Call) and (mt := _method(node)) is not None and mt[1] == "transpose" \
+                    and sorted(_int_literal(a) for a in node.args if _int_literal(a) is not None) == [-2, -1] \
+                    and len(node.args) == 2:
+                node = mt[0]
+            name = self.tensor_name(node)
+            if name is None or tensor not in (None, name):
+                return
+            tensor = name
+        facts = state.tensors.get(tensor)
+        rank = facts.ndim if facts is not None else None
+        if rank is None:
+            rank = next((o.ndim for o in state.ints.values()
+                         if o.tensor == tensor and o.kind is OriginKind.SHAPE and o.ndim), None)
+        if rank is None or rank < 3:
+            return
+        for d in range(rank - 2):
+            key = "prod:" + "*".join(sorted(f"shape:{tensor}:{j}" for j in range(d + 1, rank)))
+            _add_known(state, tensor, d, key)
+            _add_known(state, tensor, d - rank, key)
 
     # -- tests written through a helper or a generator
 
@@ -1606,6 +1658,8 @@ class _Collector:
         if facts is not None and facts.fresh:
             return _ANY
         src = _name(arm)
+        if src is not None and src == name and src not in state.ints:
+            return state.vetted.get(src, frozenset())  # `c = alloc if c is None else c`: c as it was
         if src is not None and src != name and src not in state.ints:
             src_vetted = state.vetted.get(src, frozenset())
             return _ANY if src_vetted == _ANY else src_vetted | {src, self.family(src, state)}
@@ -1782,7 +1836,8 @@ class _Collector:
         fmt = _is_contiguous_format(_kwarg(node, "memory_format"))
         if last in _FRESH_CONTIGUOUS and (m is None or last.startswith("new_") or _is_torch(fname)):
             strides = self.allocated_strides(node, last, state) if fmt is not False else frozenset()
-            return _Tensor(contiguous=fmt is not False, fresh=True, strides=strides)
+            ndim = _rank_of_sizes(node) if last in _SIZED_ALLOC else None
+            return _Tensor(contiguous=fmt is not False, fresh=True, strides=strides, ndim=ndim)
         if last in _STRIDED_ALLOC:
             # `torch.empty_strided(size, stride)`, Inductor's `empty_strided_cuda(size, stride, dtype)`
             size = node.args[0] if node.args else _kwarg(node, "size")
@@ -1796,16 +1851,23 @@ class _Collector:
             if isinstance(src_node, ast.Call) and _method(src_node) and _method(src_node)[1] == "contiguous":
                 src_facts = _Tensor(contiguous=True)
             contiguous = fmt is True or (fmt is None and src_facts is not None and src_facts.contiguous)
-            return _Tensor(contiguous=contiguous, fresh=True, like_of=src)
+            return _Tensor(contiguous=contiguous, fresh=True, like_of=src,
+                           ndim=src_facts.ndim if src_facts is not None else None)
         if m is not None:
             base, meth = m
             base_name = self.tensor_name(base)
             base_facts = self.tensor_facts(base, state)
             fam = self.family(base_name, state) if base_name else None
+            base_ndim = base_facts.ndim if base_facts is not None else None
             if meth == "contiguous":
-                return _Tensor(contiguous=True, fresh=False, family=fam)
+                return _Tensor(contiguous=True, fresh=False, family=fam, ndim=base_ndim)
+            if meth == "repeat":
+                # A new packed tensor, one dimension per repeat count (at least the source's rank).
+                return _Tensor(contiguous=True, fresh=True, ndim=_rank_of_sizes(node))
             if meth in _KEEPS_CONTIGUITY:
-                return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam)
+                ndim = _rank_of_sizes(node) if meth in ("view", "reshape") else (
+                    base_ndim if meth not in ("flatten", "unsqueeze", "squeeze", "view_as") else None)
+                return _Tensor(contiguous=bool(base_facts and base_facts.contiguous), family=fam, ndim=ndim)
             if meth in _VIEWS:
                 strides = frozenset()
                 if meth == "as_strided" and len(node.args) >= 2:
@@ -2153,6 +2215,12 @@ class _Collector:
                         launch.args.extend(self.arg_origin(e, state) for e in seq.elts)
                     elif not launch.star_args:
                         first = self._first_extent(arg.value, state)
+                        rank = state.tensors[first.tensor].ndim if first is not None and first.tensor in state.tensors \
+                            else None
+                        if rank:
+                            # `*t.stride()` of a tensor whose rank the launcher shows: every element.
+                            launch.args.extend(self._first_extent(arg.value, state, d) for d in range(rank))
+                            continue
                         if first is not None:
                             launch.args.append(first)
                         launch.star_args = True
@@ -2174,10 +2242,11 @@ class _Collector:
         launch.width_checks = list(state.checks.values())
         self.info.launches.append(launch)
 
-    def _first_extent(self, node, state: _State) -> ArgOrigin | None:
+    def _first_extent(self, node, state: _State, dim: int = 0) -> ArgOrigin | None:
         """``*t.stride()`` / ``*t.shape`` / ``*t.size()`` at a launch: its first element is
         ``t.stride(0)`` (``t.size(0)``) whatever the rank (a tensor whose strides a kernel
-        receives has at least one dimension); how many follow is unknown without the rank."""
+        receives has at least one dimension); how many follow is unknown without the rank
+        (element ``dim`` where it is known)."""
         kind = base = None
         if isinstance(node, ast.Attribute) and node.attr == "shape":
             kind, base = OriginKind.SHAPE, node.value
@@ -2191,8 +2260,8 @@ class _Collector:
             return None
         facts = state.tensors.get(tensor)
         return ArgOrigin(
-            kind, f"{tensor}.{'stride' if kind is OriginKind.STRIDE else 'size'}(0)", self.span(node),
-            tensor=tensor, dim=0, family=self.family(tensor, state),
+            kind, f"{tensor}.{'stride' if kind is OriginKind.STRIDE else 'size'}({dim})", self.span(node),
+            tensor=tensor, dim=dim, family=self.family(tensor, state),
             contiguous=bool(facts and facts.contiguous), fresh=bool(facts and facts.fresh),
             like_of=facts.like_of if facts else None,
         )

@@ -32,21 +32,25 @@ def shares_stride(po, so, other=None) -> bool:
     """Whether the launcher shows that tensor ``po`` (a TENSOR origin) has the stride ``so`` stands
     for (``t.stride(d)`` of another tensor t; ``other``: t's own origin at the launch, if passed):
     a check or allocation makes their strides equal throughout (``assert po.stride() ==
-    t.stride()``, ``ArgOrigin.same_strides``), or in dimension d (``if po.stride(0) != t.stride(0):
-    raise``), or pins both to one value (``assert po.stride(0) == H`` and ``assert t.stride(0) == H``)."""
+    t.stride()``, ``ArgOrigin.same_strides``), or equates some stride of po with ``t.stride(d)``
+    (``if po.stride(0) != t.stride(0): raise``), or pins both to one value (``assert po.stride(0) == H`` and ``assert t.stride(0) == H``)."""
     if po is None or so is None or not so.tensor:
         return False
     if so.tensor in po.same_strides or (other is not None and po.tensor in other.same_strides):
         return True
     if so.dim is None or so.factors:
         return False
-    mine = {k for d, k in po.known_strides if d == so.dim}
-    if f"stride:{so.tensor}:{so.dim}" in mine:
+    # A check equating a stride of ``po`` (any dimension: ``scaling.stride(0) == x.stride(2)`` for
+    # a 1-D ``scaling``) with the very stride passed says that value is one of ``po``'s strides.
+    if any(k == f"stride:{so.tensor}:{so.dim}" for _, k in po.known_strides):
         return True
     if other is None:
         return False
     theirs = {k for d, k in other.known_strides if d == so.dim}
-    return f"stride:{po.tensor}:{so.dim}" in theirs or bool(mine & theirs)
+    if any(k.startswith(f"stride:{po.tensor}:") for k in theirs):
+        return True
+    mine = {k for d, k in po.known_strides if d == so.dim}
+    return bool(mine & theirs)
 
 
 def known_stride_value(po, key: str | None) -> bool:

@@ -12,6 +12,8 @@ further up (another module, a deeper caller), so it is not an error-level findin
 
 from __future__ import annotations
 
+import re
+
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind, value_key
@@ -57,7 +59,8 @@ def _steps_are_strides(kernel, bl, pointer: str, steps) -> bool:
     if o is None or o.kind is not OriginKind.TENSOR or not o.known_strides:
         return False
     # Any dimension but the innermost, which the kernel's unit step takes for 1.
-    known = {k for d, k in o.known_strides if d != -1}
+    same = _equal_extents(bl.launch.width_checks)
+    known = {_canonical(k, same) for d, k in o.known_strides if d != -1}
     for _, _, size in steps:
         keys = []
         for q in size.replace("*", " ").split():
@@ -66,7 +69,8 @@ def _steps_are_strides(kernel, bl, pointer: str, steps) -> bool:
             if k is None:
                 return False
             keys.append(k)
-        flat = sorted(x for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
+        flat = sorted(same.get(x, x) for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k])
+                      if x != "1")
         key = "prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1")
         if key not in known:
             return False
@@ -96,6 +100,37 @@ def _packed_where_used(kernel, bl, pointer: str) -> bool:
     accesses = [a for a in kernel.accesses if a.pointer == pointer]
     return bool(accesses) and all(
         any(o.contiguous_under(c, bl.bound.get(c.param)) for c in a.conditions) for a in accesses)
+
+
+_EXTENT = re.compile(r"([A-Za-z_]\w*)\s*(?:\.size\(\s*(\d+)\s*\)|\.shape\[\s*(\d+)\s*\])")
+
+
+def _equal_extents(checks) -> dict[str, str]:
+    """Extents a dominating check shows equal (`assert a.size(1) == b.shape[2]`), each mapped to
+    one representative value key of its class."""
+    parent: dict[str, str] = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for c in checks:
+        m = _EXTENT.fullmatch(c.against.strip()) if c.dim is not None and c.dim >= 0 else None
+        if m is None:
+            continue
+        a, b = find(f"shape:{c.tensor}:{c.dim}"), find(f"shape:{m.group(1)}:{m.group(2) or m.group(3)}")
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return {x: find(x) for x in parent}
+
+
+def _canonical(key: str, same: dict[str, str]) -> str:
+    if not same:
+        return key
+    parts = key[5:].split("*") if key.startswith("prod:") else [key]
+    flat = sorted(same.get(x, x) for x in parts)
+    return "prod:" + "*".join(flat) if len(flat) > 1 else flat[0]
 
 
 def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
