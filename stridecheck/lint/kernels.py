@@ -407,6 +407,12 @@ class _Walker:
         self.helper = helper
         self.stack = stack
         self.returned: _Value | None = None
+        # The branches the returned value was made under, and the values (with their branches)
+        # it holds on the helper's other if-arms: its caller's name gets both.
+        self.returned_conds: tuple[Condition, ...] = ()
+        self.returned_alts: list[tuple[_Value, tuple[Condition, ...]]] = []
+        # The call of the helper last inlined here, and what it returned: (call node, walker).
+        self.inlined: tuple[ast.Call, "_Walker"] | None = None
         self.loops = 0  # depth of enclosing loops
         # Inside an assertion: a `tl.cdiv` there checks a relation (`tl.cdiv(stride_k, stride_m)`,
         # a ratio of strides) and bounds no loop or grid, so it gives no parameter a size role.
@@ -442,6 +448,18 @@ class _Walker:
                 self._alternatives_through(s.targets[0].id, s.value, v)
                 if s.targets[0].id in self.alts:
                     self.vconds[s.targets[0].id] = self.conds_of(s.value, with_alts=True)
+            if self.inlined is not None and self.inlined[0] is s.value and len(s.targets) == 1 \
+                    and isinstance(s.targets[0], ast.Name):
+                # `c_ptrs = _get_c_ptrs(..., sort_c)`: a value the helper made under `if sort_c:`
+                # exists only where that branch is compiled in; its other arms' values are the
+                # name's alternatives.
+                w, name = self.inlined[1], s.targets[0].id
+                self.vconds[name] = tuple(dict.fromkeys(self.vconds.get(name, ()) + w.returned_conds))
+                if w.returned_alts:
+                    self.alts[name] = [a for a, _ in w.returned_alts][:_MAX_ALTERNATIVES]
+                    self.alt_conds[name] = [tuple(dict.fromkeys(self.conds + c)) for _, c in w.returned_alts][
+                        :_MAX_ALTERNATIVES]
+            self.inlined = None
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.assign(s.target, s.value, self.eval(s.value))
@@ -508,6 +526,10 @@ class _Walker:
         elif isinstance(s, ast.Return):
             if s.value is not None:
                 self.returned = self.eval(s.value)
+                self.returned_conds = self.conds_of(s.value, with_alts=True)
+                if isinstance(s.value, ast.Name) and s.value.id in self.alts:
+                    self.returned_alts = [(alt, self._alternative_conds(s.value.id, i))
+                                          for i, alt in enumerate(self.alts[s.value.id])]
         elif isinstance(s, ast.Assert):
             self.checking += 1
             try:
@@ -1030,6 +1052,7 @@ class _Walker:
         w.evidence = frozenset(mapped)
         w.block(helper.body)
         if w.returned is not None:
+            self.inlined = (node, w)
             return w.returned
         return self.atom(node, _Factor(self.ctx.src.text(node), frozenset({IndexSource.OTHER}),
                                        leaves=frozenset({_OPAQUE})))

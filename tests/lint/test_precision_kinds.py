@@ -357,3 +357,47 @@ def test_block_position_near_misses_stay(tmp_path):
                   "        slots = tl.load(table_ptr + r * stride_t + start + tl.arange(0, 2 * BLOCK_N))"):
         got = lint(tmp_path, {"pick.py": BLOCKS.replace("{other}", other)})
         assert ("pick.py", 12, "SC001") in got, (other, got)
+
+
+# -- a pointer a @triton.jit helper builds under a constexpr branch and returns
+
+HELPER_ARMS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _c_ptrs(c_ptr, lid, offs, stride_cm, EM, sort_c: tl.constexpr):
+    if sort_c:
+        ptrs = c_ptr + lid * EM * stride_cm + offs * stride_cm
+    else:
+        ptrs = c_ptr + offs * stride_cm
+    return ptrs
+
+
+@triton.jit
+def _kernel(c_ptr, EM, stride_cm, SORT: tl.constexpr):
+    lid = tl.program_id(0)
+    offs = tl.arange(0, 16)
+    c_ptrs = _c_ptrs(c_ptr, lid, offs, stride_cm, EM, SORT)
+    tl.store(c_ptrs, 1.0)
+'''
+
+
+def test_a_helpers_returned_pointer_keeps_the_branch_it_was_built_under(tmp_path):
+    # The store exists with the helper's `if sort_c:` address only where the launch compiles that
+    # arm in (SORT=True), and with the `else` address only where it does not: a launch passing
+    # SORT=False never steps `c_ptr` by `lid * EM * stride_cm`.
+    path = tmp_path / "ops.py"
+    path.write_text(HELPER_ARMS)
+    model = analysis.build_module_model(HELPER_ARMS, path=str(path), module="ops", options=OPTS)
+    kernel = next(k for k in model.kernels if k.name == "_kernel")
+    arms = {}
+    for a in kernel.accesses:
+        if a.pointer != "c_ptr":
+            continue
+        sort = [c for c in a.conditions if c.param == "SORT"]
+        assert len(sort) == 1, a.conditions
+        arms[sort[0].truth] = {t.text for t in a.terms}
+    assert "lid * EM * stride_cm" in arms[True]
+    assert "lid * EM * stride_cm" not in arms[False] and "offs * stride_cm" in arms[False]
