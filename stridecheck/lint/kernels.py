@@ -826,6 +826,20 @@ class _Walker:
                            divisor=True, literal=True)
                 s = a.summands[0]
                 return _Value((_Summand(s.factors + (d,), self.ctx.src.span(node), self.ctx.src.text(node)),))
+            if len(a.summands) > 1 and a.block is None and any(
+                    self._scales_a_product(_Value((s,)), b) for s in a.summands):
+                # `(block * stride_block + OFFSET) // 2`, a byte offset rebased for a 2-byte view:
+                # each summand divided alone, so a stride product keeps its factors as above.
+                parts = []
+                for s in a.summands:
+                    one = _Value((s,))
+                    if self._scales_a_product(one, b):
+                        d = _merge(list(_all_factors(b)), "// " + self.ctx.src.text(right), floordiv=floordiv,
+                                   divisor=True, literal=True)
+                        parts.append(_Summand(s.factors + (d,), s.span, s.text, s.neg))
+                    else:
+                        parts.extend(self.collapse(node, [one, b], floordiv=floordiv).summands)
+                return _Value(tuple(parts), a.byte_record)
             return self.collapse(node, [a, b], floordiv=floordiv)
         if isinstance(op, ast.BitOr):
             return _disjoined(self.collapse(node, [a, b]))

@@ -401,3 +401,35 @@ def test_a_helpers_returned_pointer_keeps_the_branch_it_was_built_under(tmp_path
         arms[sort[0].truth] = {t.text for t in a.terms}
     assert "lid * EM * stride_cm" in arms[True]
     assert "lid * EM * stride_cm" not in arms[False] and "offs * stride_cm" in arms[False]
+
+
+# -- a byte offset rebased for a 2-byte view: `(block * stride_block + OFFSET) // 2`
+
+U16_META = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _meta_kernel(cache_u16_ptr, table_ptr, out_ptr, stride_cache_block,
+                 META_OFFSET: tl.constexpr, FIELDS: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEADS: tl.constexpr):
+    pos = tl.program_id(0)
+    hid = tl.program_id(1) % HEADS
+    block_num = tl.load(table_ptr + pos // BLOCK_SIZE).to(tl.int64)
+    slot = pos % BLOCK_SIZE
+    base_u16 = (block_num * stride_cache_block + META_OFFSET) // 2 + hid * (FIELDS * BLOCK_SIZE)
+    tl.store(out_ptr + pos, tl.load(cache_u16_ptr + base_u16 + slot))
+'''
+
+
+def test_a_stride_inside_a_floor_divided_sum_stays_a_stride(tmp_path):
+    # A record format the kernel lays out inside a cache block addressed by the block's stride:
+    # the division rebases the byte offset for a 2-byte view, and the block stride still steps
+    # the pointer (the address is not "stepped by sizes and no stride").
+    path = tmp_path / "ops.py"
+    path.write_text(U16_META)
+    model = analysis.build_module_model(U16_META, path=str(path), module="ops", options=OPTS)
+    kernel = next(k for k in model.kernels if k.name == "_meta_kernel")
+    (access,) = [a for a in kernel.accesses if a.pointer == "cache_u16_ptr"]
+    steps = [(t.step.kind.name, t.step.params) for t in access.terms]
+    assert ("STRIDE", ("stride_cache_block",)) in steps, steps
