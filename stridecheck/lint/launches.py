@@ -72,7 +72,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from stridecheck.lint.callgraph import public_entry, strided_subscript
-from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck, value_key
+from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck, product_key, value_key
 
 __all__ = ["LaunchInfo", "collect", "dotted"]
 
@@ -1207,7 +1207,7 @@ class _Collector:
         if rank is None or rank < 3:
             return
         for d in range(rank - 2):
-            key = "prod:" + "*".join(sorted(f"shape:{tensor}:{j}" for j in range(d + 1, rank)))
+            key = product_key([f"shape:{tensor}:{j}" for j in range(d + 1, rank)])
             _add_known(state, tensor, d, key)
             _add_known(state, tensor, d - rank, key)
 
@@ -1374,9 +1374,7 @@ class _Collector:
         name, None for a function of this module that returns ``t.stride()`` (see
         :func:`returns_strides`), False for one that does not. Two runs through a function
         compare the strides only when its other arguments are the same (``via`` then holds them)."""
-        if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
-                and not node.keywords:
-            node = node.args[0]
+        node = _unwrap_sequence(node)
         start, stop = 0, None
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             sl = node.slice
@@ -1389,8 +1387,8 @@ class _Collector:
             t = self.tensor_name(m[0])
             if t is not None:
                 return t, start, stop, None
-        if isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred) \
-                and not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
+        if isinstance(node, ast.Call) and node.args and not any(isinstance(a, ast.Starred) for a in node.args) \
+                and all(k.arg for k in node.keywords):
             fname = dotted(node.func)
             t = _name(node.args[0])
             if fname is None or t is None:
@@ -1902,8 +1900,7 @@ class _Collector:
             if any(k is None for k in after):
                 out.append(None)
                 continue
-            flat = sorted(x for k in after for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
-            out.append("prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1"))
+            out.append(product_key(after))
         return out
 
     def transposed_strides(self, base, dims, state: _State) -> frozenset:
@@ -2517,6 +2514,14 @@ def _add_same(state: _State, a: str, b: str, mark: str = "") -> None:
             state.same[x] = got | {y}
 
 
+def _unwrap_sequence(node):
+    """The argument of ``tuple(x)`` / ``list(x)``, which hold what ``x`` holds; else ``node``."""
+    if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
+            and not node.keywords:
+        return node.args[0]
+    return node
+
+
 def returns_strides(fn) -> bool:
     """Whether function ``fn`` returns the strides of its first parameter ``p`` wherever ``p`` is
     a tensor: each ``return`` outside an ``if p is None:`` arm gives ``p.stride()`` (or
@@ -2527,9 +2532,7 @@ def returns_strides(fn) -> bool:
     p = params[0]
 
     def strides(node) -> bool:
-        if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("tuple", "list") and len(node.args) == 1 \
-                and not node.keywords:
-            node = node.args[0]
+        node = _unwrap_sequence(node)
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stride"
                 and not node.args and not node.keywords and _name(node.func.value) == p)
 

@@ -488,6 +488,15 @@ class Finding:
         return (self.path, self.span.line, self.span.column, self.code)
 
 
+def product_key(keys, rename: dict[str, str] | None = None) -> str:
+    """The value key of the product of values whose keys are ``keys`` (see :func:`value_key`):
+    products flattened, factors of 1 dropped, the rest sorted; ``rename`` maps a factor to the
+    key standing for it (extents a check shows equal)."""
+    flat = sorted((rename or {}).get(x, x) for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k])
+                  if x != "1")
+    return "prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1")
+
+
 def value_key(o: ArgOrigin) -> str | None:
     """A name for the value an origin stands for, equal for equal values as far as the launcher
     shows (`1`, `shape:x:-1`, `stride:b:0`, a product of them in any order); None when unknown."""
@@ -503,8 +512,7 @@ def value_key(o: ArgOrigin) -> str | None:
         keys = [value_key(f) for f in o.factors]
         if any(k is None for k in keys):
             return None
-        flat = sorted(x for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k]) if x != "1")
-        return "prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1")
+        return product_key(keys)
     if o.kind is OriginKind.TENSOR and o.tensor and not o.is_tensor and o.tensor.isidentifier():
         return f"name:{o.tensor}"  # an integer the launcher knows nothing more of (a parameter)
     return None

@@ -16,7 +16,7 @@ import re
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
-from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind, value_key
+from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind, product_key, value_key
 from stridecheck.lint.provenance import PACKED, kernel_layout
 from stridecheck.lint.stride_pairs import stride_named
 
@@ -60,7 +60,7 @@ def _steps_are_strides(kernel, bl, pointer: str, steps) -> bool:
         return False
     # Any dimension but the innermost, which the kernel's unit step takes for 1.
     same = _equal_extents(bl.launch.width_checks)
-    known = {_canonical(k, same) for d, k in o.known_strides if d != -1}
+    known = {product_key([k], same) for d, k in o.known_strides if d != -1}
     for _, _, size in steps:
         keys = []
         for q in size.replace("*", " ").split():
@@ -69,10 +69,7 @@ def _steps_are_strides(kernel, bl, pointer: str, steps) -> bool:
             if k is None:
                 return False
             keys.append(k)
-        flat = sorted(same.get(x, x) for k in keys for x in (k[5:].split("*") if k.startswith("prod:") else [k])
-                      if x != "1")
-        key = "prod:" + "*".join(flat) if len(flat) > 1 else (flat[0] if flat else "1")
-        if key not in known:
+        if product_key(keys, same) not in known:
             return False
     return True
 
@@ -123,14 +120,6 @@ def _equal_extents(checks) -> dict[str, str]:
         if a != b:
             parent[max(a, b)] = min(a, b)
     return {x: find(x) for x in parent}
-
-
-def _canonical(key: str, same: dict[str, str]) -> str:
-    if not same:
-        return key
-    parts = key[5:].split("*") if key.startswith("prod:") else [key]
-    flat = sorted(same.get(x, x) for x in parts)
-    return "prod:" + "*".join(flat) if len(flat) > 1 else flat[0]
 
 
 def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
