@@ -819,26 +819,23 @@ class _Walker:
         if isinstance(op, ast.FloorDiv):
             a, b = _undivided(a), _undivided(b)
             floordiv = frozenset(_params_of(b)) | frozenset(f.text for f in _all_factors(b))
-            if self._scales_a_product(a, b):
+            scaled = [self._scales_a_product(_Value((s,)), b) for s in a.summands] if a.block is None else []
+            if any(scaled):
                 # `row * stride // 2`: the product keeps its factors (a stride among them stays
                 # a stride, scaled); :func:`_make_term` reads it whole where no stride is in it.
+                # `(block * stride_block + OFFSET) // 2`, a byte offset rebased for a 2-byte view:
+                # each summand divided alone, so a stride product keeps its factors likewise.
                 d = _merge(list(_all_factors(b)), "// " + self.ctx.src.text(right), floordiv=floordiv,
                            divisor=True, literal=True)
-                s = a.summands[0]
-                return _Value((_Summand(s.factors + (d,), self.ctx.src.span(node), self.ctx.src.text(node)),))
-            if len(a.summands) > 1 and a.block is None and any(
-                    self._scales_a_product(_Value((s,)), b) for s in a.summands):
-                # `(block * stride_block + OFFSET) // 2`, a byte offset rebased for a 2-byte view:
-                # each summand divided alone, so a stride product keeps its factors as above.
+                if len(a.summands) == 1:
+                    s = a.summands[0]
+                    return _Value((_Summand(s.factors + (d,), self.ctx.src.span(node), self.ctx.src.text(node)),))
                 parts = []
-                for s in a.summands:
-                    one = _Value((s,))
-                    if self._scales_a_product(one, b):
-                        d = _merge(list(_all_factors(b)), "// " + self.ctx.src.text(right), floordiv=floordiv,
-                                   divisor=True, literal=True)
+                for s, one in zip(a.summands, scaled):
+                    if one:
                         parts.append(_Summand(s.factors + (d,), s.span, s.text, s.neg))
                     else:
-                        parts.extend(self.collapse(node, [one, b], floordiv=floordiv).summands)
+                        parts.extend(self.collapse(node, [_Value((s,)), b], floordiv=floordiv).summands)
                 return _Value(tuple(parts), a.byte_record)
             return self.collapse(node, [a, b], floordiv=floordiv)
         if isinstance(op, ast.BitOr):
@@ -1046,8 +1043,7 @@ class _Walker:
                 w.tests[name] = self.tests[a.id]  # a test handed to the helper
         w.vconds = vconds
         assigned = {n.id for n in ast.walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        params = helper.args.posonlyargs + helper.args.args
-        defaults = dict(zip([a.arg for a in params][len(params) - len(helper.args.defaults):], helper.args.defaults))
+        defaults = dict(zip(names[len(names) - len(helper.args.defaults):], helper.args.defaults))
         for name in names:
             if name in assigned:
                 continue

@@ -37,18 +37,22 @@ def _unit_inner(accesses, owner) -> bool:
     )
 
 
-def _stepped_by_another(kernel, accesses, owner) -> bool:
+def _foreign_strides(kernel, accesses, owner):
+    """(stride parameter, the pointer it belongs to) for each stride of another pointer that
+    steps ``owner``."""
     kinds = {p.name: p.kind for p in kernel.params}
     for a in accesses:
         if a.pointer != owner:
             continue
         for t in a.terms:
             for q in t.step.params:
-                if kinds.get(q) == ParamKind.STRIDE:
-                    other = stride_owner(q, kernel)
-                    if other is not None and other != owner:
-                        return True
-    return False
+                other = stride_owner(q, kernel) if kinds.get(q) == ParamKind.STRIDE else None
+                if other is not None and other != owner:
+                    yield q, other
+
+
+def _stepped_by_another(kernel, accesses, owner) -> bool:
+    return any(True for _ in _foreign_strides(kernel, accesses, owner))
 
 
 def _strides_of(kernel, owner: str) -> list[str]:
@@ -62,20 +66,9 @@ def _replaced_by_equal_stride(kernel, accesses, view, owner: str, stride: str) -
     the i-th stride of another pointer instead (V stepped by ``stride_kh`` in place of
     ``stride_vh``), and every launch shows the two tensors' strides equal in dimension i
     (``assert k.stride()[:2] == v.stride()[:2]``, through a function returning strides too)."""
-    mine = _strides_of(kernel, owner)
-    i = mine.index(stride)
-    kinds = {p.name: p.kind for p in kernel.params}
-    for a in accesses:
-        if a.pointer != owner:
-            continue
-        for t in a.terms:
-            for q in t.step.params:
-                other = stride_owner(q, kernel) if kinds.get(q) == ParamKind.STRIDE else None
-                if other is None or other == owner or _strides_of(kernel, other).index(q) != i:
-                    continue
-                if view.same_stride_dim(owner, other, i):
-                    return True
-    return False
+    i = _strides_of(kernel, owner).index(stride)
+    return any(_strides_of(kernel, other).index(q) == i and view.same_stride_dim(owner, other, i)
+               for q, other in _foreign_strides(kernel, accesses, owner))
 
 
 def check(tree, options):
