@@ -3,10 +3,10 @@ docs/precision.md): the form the launcher or kernel settles, and a near miss tha
 
 from __future__ import annotations
 
-import textwrap
-
 from stridecheck.lint import analysis
-from stridecheck.lint.engine import module_name
+
+from tests.lint.test_rules_launch import codes as findings_at
+from tests.lint.test_rules_launch import lint_tree
 
 OPTS = analysis.AnalysisOptions()
 
@@ -14,22 +14,7 @@ OPTS = analysis.AnalysisOptions()
 def lint(tmp_path, files: dict[str, str], preview: bool = False, codes=("SC001", "SC002", "SC003")):
     """(file name, line, code) of the findings of ``files`` linted as one tree (rules ``codes``),
     default tier only unless ``preview``."""
-    models = []
-    for rel, src in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(src))
-    for rel in files:
-        path = tmp_path / rel
-        models.append(analysis.build_module_model(path.read_text(), path=str(path),
-                                                  module=module_name(str(path)), options=OPTS))
-    found = analysis.check_tree(models, OPTS)
-    return sorted((path_name(f.path), f.span.line, f.code) for f in found
-                  if f.code in codes and (preview or not f.preview))
-
-
-def path_name(p: str) -> str:
-    return p.replace("\\", "/").rsplit("/", 1)[-1]
+    return sorted(findings_at(lint_tree(tmp_path, files, preview, rules=codes)))
 
 
 # ----------------------------------------------------------------------------- contiguous by comprehension

@@ -15,8 +15,9 @@ OPTS = analysis.AnalysisOptions()
 LAUNCH_CODES = {"SC003", "SC004", "SC005", "SC007"}
 
 
-def lint_tree(tmp_path: Path, files: dict[str, str], preview: bool = False):
-    """Write ``files`` under ``tmp_path`` and lint them as one tree; findings of the launch rules."""
+def lint_tree(tmp_path: Path, files: dict[str, str], preview: bool = False, rules=LAUNCH_CODES):
+    """Write ``files`` under ``tmp_path`` and lint them as one tree; findings of ``rules`` (the
+    launch rules unless told)."""
     models = []
     for rel, src in files.items():
         path = tmp_path / rel
@@ -30,7 +31,7 @@ def lint_tree(tmp_path: Path, files: dict[str, str], preview: bool = False):
         )
     found = analysis.check_tree(models, OPTS)
     return sorted(
-        (f for f in found if f.code in LAUNCH_CODES and (preview or not f.preview)),
+        (f for f in found if f.code in rules and (preview or not f.preview)),
         key=lambda f: (f.path, f.span.line, f.code),
     )
 
