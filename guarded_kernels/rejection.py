@@ -46,7 +46,11 @@ of the split: each unit's pair is computed by the same code whichever program ow
 reduces the same vector in the same order, so the tokens (and every accept / reject decision) are
 bit for bit the same whatever ``num_splits`` and batch composition the launch uses (on one device,
 for one dtype and vocabulary size). The CPU interpreter runs programs one after another, so there a
-request has one program (no exchange).
+request has one program (no exchange). The draw computes every block of its chunk: the exact block
+skip of :mod:`guarded_kernels.resample` (pass over blocks whose key bound cannot reach the best key)
+measured 5-19% slower here at every size (H200, graph replay, every draft rejected, T 1-256, V
+32,000-262,144, both dtypes; ``benchmarks/results/history.jsonl``): a chunk of 8-32 blocks keeps
+its best key young, and each block pays a reduction for the bound.
 """
 
 from __future__ import annotations
