@@ -8,7 +8,7 @@ kernel's own signature), in three steps:
    of its shape, the strides of its size-1 dims), its device when there are two or more (the
    index, an int; the device itself where the index is -1, off CUDA-like devices), and the value
    of every other parameter a check reads (steps, store bounds, branch conditions; constexprs
-   included), into one tuple.
+   included; a ``@triton.heuristics`` value as Triton computes it at the launch), into one tuple.
 2. **The table.** That tuple keys a dict of verdicts (a verdict is a tuple of violations, empty
    for a valid launch). A repeated signature costs the reads and one dict lookup.
 3. **A new signature** first runs a straight-line test that can only accept: each step of each
@@ -16,7 +16,7 @@ kernel's own signature), in three steps:
    steps are packed (the tensor is contiguous), a masked store fits the last dim, written tensors
    do not overlap, one device. When it cannot accept, the verdict is
    :func:`stridecheck.guard.check.check_launch`'s, which also reads the autotuner's configs and
-   the heuristics' values a launch does not pass. Either way the verdict goes into the table.
+   the heuristics' values. Either way the verdict goes into the table.
 
 So a verdict in the table is always the one :func:`check_launch` gives (the straight-line test
 accepts only launches it accepts: ``tests/guard/test_derived_table.py`` checks that on random
@@ -137,13 +137,15 @@ def _full_check(contract, configs, heuristics):
 
     def full(values: dict):
         if heuristics:
+            # As Triton runs them at each launch: in order, each seeing the arguments the launch
+            # passed and the values before it, its value replacing any passed.
             args = {k: v for k, v in values.items() if v is not MISSING}
             for name, f in heuristics.items():
-                if values.get(name, MISSING) is MISSING:
-                    try:
-                        values[name] = f(args)
-                    except Exception:  # noqa: BLE001 - a heuristic that needs more than it gets: unknown
-                        pass
+                try:
+                    args[name] = values[name] = f(args)
+                except Exception:  # noqa: BLE001 - a heuristic that needs more than it gets: unknown
+                    args.pop(name, None)
+                    values[name] = MISSING
         missing = {n for n in reads if values.get(n, MISSING) is MISSING}
         alternatives = ()
         if missing and configs:
@@ -323,19 +325,28 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         src = f"def _sg_check({sig}):\n    return None\n"
         return _compile(src, ns, "_sg_check", contract.func_name), src
     fast, guarded, parts = _key_parts(contract)
-    # A heuristic computes its value from arguments the key does not hold: no table then.
-    tabled = not (set(heuristics) & set(contract.reads()))
+    # A heuristic's value is a function of any of the arguments, which the key may not hold: the
+    # key holds the values themselves, computed as Triton does at each launch (from the arguments
+    # the launch passes, by name), in the heuristics' order.
+    read = set(contract.reads())
+    used = [(n, f) for n, f in heuristics.items() if n in read]
     quick = _quick_lines(contract, ns)
     body = ["    try:", "        try:"]
     body += ["            " + x for x in fast]
     body += ["        except Exception:"]  # a None (or missing) tensor: read what is there
     body += ["            " + x for x in guarded]
-    if tabled:
-        body.append("        _sg_k = (" + ", ".join(parts) + ",)")
-        body.append("        _sg_v = _sg_table.get(_sg_k, _sg_M)")
-    else:
-        body.append("        _sg_k = None")
-        body.append("        _sg_v = _sg_M")
+    if used:
+        ns["_sg_names"] = tuple(contract.params)
+        ns["_sg_zip"] = zip
+        values = "(" + ", ".join(contract.params) + ",)"
+        body.append(f"        _sg_a = {{_sg_n: _sg_x for _sg_n, _sg_x in _sg_zip(_sg_names, {values}) if _sg_x is not _sg_M}}")
+        for i, (name, f) in enumerate(heuristics.items()):
+            ns[f"_sg_h{i}"] = f
+            body.append(f"        _sg_a[{name!r}] = _sg_h{i}(_sg_a)")
+        # The launch's values from here on (the key, the straight-line test, the full check).
+        body += [f"        {name} = _sg_a[{name!r}]" for name in heuristics if name in contract.params]
+    body.append("        _sg_k = (" + ", ".join(parts) + ",)")
+    body.append("        _sg_v = _sg_table.get(_sg_k, _sg_M)")
     body += [
         "    except Exception:",
         "        _sg_k = None",

@@ -134,8 +134,47 @@ def test_a_heuristic_decides_a_branch():
     x = torch.randn(3, 4, device=DEV)
     scale = torch.randn(3, 4, device=DEV)
     y = torch.empty(3, 4, device=DEV)
-    for _ in range(2):  # no table for heuristics: each launch is judged afresh
+    table = k._check.__stride_guard_table__
+    for _ in range(3):
         k[(3,)](x, x.stride(0), scale, scale.stride(0), scale, 0, y, 4, BLOCK=4)
     assert torch.equal(y, x * scale)
+    # The heuristic's value is in the key: the repeated launches are one entry, and a launch the
+    # heuristic sends down the other branch is another.
+    assert len(table) == 1
     shift = torch.randn(3, 8, device=DEV)[:, :4]
     assert "`row * shift_stride`" in refusal(k[(3,)], x, x.stride(0), scale, scale.stride(0), shift, 4, y, 4, BLOCK=4)
+    assert len(table) == 2
+    # The same layout with shift_stride 0 again: the first entry, judged valid, not the refusal.
+    k[(3,)](x, x.stride(0), scale, scale.stride(0), shift, 0, y, 4, BLOCK=4)
+    assert torch.equal(y, x * scale) and len(table) == 3
+    # A passed value is replaced by the heuristic's, as Triton does: HAS_SHIFT=False with a
+    # strided shift and a non-zero stride still compiles the branch in, and is refused.
+    assert "`row * shift_stride`" in refusal(k[(3,)], x, x.stride(0), scale, scale.stride(0), shift, 4, y, 4,
+                                             HAS_SHIFT=False, BLOCK=4)
+
+
+@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
+@triton.heuristics({"HAS_SHIFT": lambda args: args["shift_stride"] != 0})
+@triton.jit
+def _modulate_two_heuristics(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
+                             HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)
+    if HAS_SHIFT:
+        y += tl.load(shift_ptr + row * shift_stride + offs, mask=mask)
+    tl.store(y_ptr + row * x_stride + offs, y, mask=mask)
+
+
+def test_stacked_heuristics_key_the_table():
+    k = stride_guard(_modulate_two_heuristics)
+    table = k._check.__stride_guard_table__
+    x = torch.randn(3, 4, device=DEV)
+    scale = torch.randn(3, 4, device=DEV)
+    y = torch.empty(3, 4, device=DEV)
+    for _ in range(2):
+        k[(3,)](x, x.stride(0), scale, scale.stride(0), scale, 0, y, 4)
+    assert torch.equal(y, x * scale) and len(table) == 1
+    shift = torch.randn(3, 8, device=DEV)[:, :4]
+    assert "`row * shift_stride`" in refusal(k[(3,)], x, x.stride(0), scale, scale.stride(0), shift, 4, y, 4)
