@@ -135,6 +135,7 @@ class _FunctionScan:
         self.imports: dict[str, str] = {}  # imports made inside the function
         self.extents: dict[str, tuple[str, ...]] = {}  # local name -> tensors whose extents it is built from
         self.literals: set[str] = set()  # local names bound to literals (`n_reqs, n_vocab = 3, 300`)
+        self.checked: dict[int, frozenset] = {}  # call -> names contiguous where it runs
 
     def fact(self, node) -> ArgFact:
         if isinstance(node, ast.Name):
@@ -195,10 +196,13 @@ class _FunctionScan:
             return _UNKNOWN
         return _UNKNOWN
 
-    def arg_fact(self, node) -> ArgFact:
+    def arg_fact(self, node, checked: frozenset = frozenset()) -> ArgFact:
         """The fact of a call's argument, with the argument as written where the fact has no text
-        (what a rule names as the caller's tensor)."""
+        (what a rule names as the caller's tensor); a name in ``checked`` (contiguous where the
+        call runs, :func:`_contiguous_by_branch`) is packed."""
         got = self.fact(node)
+        if isinstance(node, ast.Name) and node.id in checked and got.kind != "strided":
+            return ArgFact("packed", got.name, got.text or node.id, got.sized_from)
         if not got.text:
             text = _dotted(node)
             if text:
@@ -272,6 +276,7 @@ class _FunctionScan:
                 for a in n.names:
                     self.imports[a.asname or a.name] = f"{n.module}.{a.name}"
         events.sort(key=lambda e: (e[0], e[1], e[2]))
+        self.checked = _contiguous_by_branch(self.fn)
         for _, _, _, n in events:
             if isinstance(n, ast.Call):
                 self.call(n)
@@ -298,23 +303,79 @@ class _FunctionScan:
         if "." in callee and root != "self" and root in self.local:
             return  # a method of a local value (`x.view(...)`)
         args, star = [], False
+        checked = self.checked.get(id(n), frozenset())
         for a in n.args:
             if isinstance(a, ast.Starred):
                 star = True
                 break
-            args.append(self.arg_fact(a))
+            args.append(self.arg_fact(a, checked))
         kwargs = {}
         for k in n.keywords:
             if k.arg is None:
                 star = True
                 continue
-            kwargs[k.arg] = self.arg_fact(k.value)
+            kwargs[k.arg] = self.arg_fact(k.value, checked)
         if not any(f.kind != "unknown" for f in (*args, *kwargs.values())):
             return  # nothing to tell its callee
         head, _, rest = callee.partition(".")
         if head in self.imports:
             callee = "@" + self.imports[head] + ("." + rest if rest else "")
         self.out.append(CallSite(self.qualname, callee, n.lineno, tuple(args), kwargs, star))
+
+
+def _contiguous_tests(test, holds: bool) -> set[str]:
+    """Names ``test`` shows contiguous when it evaluates to ``holds``: ``x.is_contiguous()`` (and
+    ``and`` of such) holding, ``not x.is_contiguous()`` (and ``or`` of such) failing."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, holds = test.operand, not holds
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if holds else ast.Or):
+        return set().union(*(_contiguous_tests(v, holds) for v in test.values))
+    if (holds and isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute)
+            and test.func.attr == "is_contiguous" and not test.args and not test.keywords
+            and isinstance(test.func.value, ast.Name)):
+        return {test.func.value.id}
+    return set()
+
+
+def _ends(body) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return, ast.Continue, ast.Break))
+
+
+def _contiguous_by_branch(fn) -> dict[int, frozenset]:
+    """For each call in ``fn`` (by ``id``), the names an enclosing test shows contiguous where it
+    runs: the body of ``if x.is_contiguous():``, the ``else`` of ``if not x.is_contiguous():``,
+    and what follows ``if not x.is_contiguous(): raise`` (or ``return``) in the same block. A
+    name assigned inside the branch is left to the assignment's own fact."""
+    out: dict[int, frozenset] = {}
+
+    def mark(stmts, names: frozenset) -> None:
+        if not names:
+            return
+        assigned = {n.id for st in stmts for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        keep = names - assigned
+        if keep:
+            for st in stmts:
+                for n in ast.walk(st):
+                    if isinstance(n, ast.Call):
+                        out[id(n)] = out.get(id(n), frozenset()) | keep
+
+    def block(stmts) -> None:
+        for i, st in enumerate(stmts):
+            if isinstance(st, ast.If):
+                mark(st.body, frozenset(_contiguous_tests(st.test, True)))
+                failing = frozenset(_contiguous_tests(st.test, False))
+                mark(st.orelse, failing)
+                if _ends(st.body) and not st.orelse:
+                    mark(stmts[i + 1:], failing)
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    block(inner)
+            for h in getattr(st, "handlers", ()):
+                block(h.body)
+
+    block(fn.body)
+    return out
 
 
 def _params(fn) -> list[str]:

@@ -866,6 +866,7 @@ class _Collector:
         self._depth = 0  # functions the current one is nested in
         self._class_bases: tuple[str, ...] = ()
         self._tensor_names: frozenset = frozenset()  # names it uses as tensors
+        self._flags: dict = {}  # names bound once to a contiguity test (_contiguity_flags)
         self.defs: dict[str, ast.FunctionDef] = {}  # module functions by name
         self._posts: dict[str, list | None] = {}  # module function -> what it checks before returning a value
         self._expanding = 0  # predicate functions being read into a test (a bound on their nesting)
@@ -1015,6 +1016,7 @@ class _Collector:
         params = _param_names(fn)
         self._params = frozenset(params)
         self._tensor_names = self.tensor_names(fn)
+        self._flags = _contiguity_flags(fn)
         if any("contiguous" in d.lower() or d == "input_guard" for d in decorators):
             # A decorator that makes every tensor argument contiguous (`@input_guard`,
             # `@ensure_contiguous`): the parameters are contiguous at entry, except those it is
@@ -1098,11 +1100,11 @@ class _Collector:
                 if stmt.finalbody:
                     self.block(stmt.finalbody, state, scan)
             elif isinstance(stmt, _DEFS):
-                saved = (self._fn, self._guarded, self._public, self._params, self._tensor_names)
+                saved = (self._fn, self._guarded, self._public, self._params, self._tensor_names, self._flags)
                 self._depth += 1
                 self.function(stmt, scan)
                 self._depth -= 1
-                self._fn, self._guarded, self._public, self._params, self._tensor_names = saved
+                self._fn, self._guarded, self._public, self._params, self._tensor_names, self._flags = saved
                 state.kill(stmt.name)
             elif isinstance(stmt, ast.ClassDef):
                 self.functions(stmt.body, scan)
@@ -1135,6 +1137,10 @@ class _Collector:
         x.is_contiguous()``; a predicate function of the module, by the checks it makes)."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             self.assume(test.operand, state, not truth)
+            return
+        if isinstance(test, ast.Name) and test.id in self._flags:
+            # `needs_tmp = not out.is_contiguous() or ...` once, then `if needs_tmp:`
+            self.assume(self._flags[test.id], state, truth)
             return
         if isinstance(test, ast.BoolOp):
             if truth and isinstance(test.op, ast.And) or not truth and isinstance(test.op, ast.Or):
@@ -2347,6 +2353,27 @@ def _launched(node) -> str | None:
 def _any_between(lines: list[int], first: int, last: int) -> bool:
     i = bisect.bisect_left(lines, first)
     return i < len(lines) and lines[i] <= last
+
+
+def _contiguity_flags(fn) -> dict:
+    """Local names ``fn`` binds once, to a test that reads ``t.is_contiguous()`` of tensors it
+    does not rebind later: ``needs_tmp = not out.is_contiguous() or out.dtype != dt``. A branch on
+    the name is a branch on the test."""
+    stores: dict[str, list[int]] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores.setdefault(n.id, []).append(n.lineno)
+    out = {}
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                and len(stores.get(n.targets[0].id, ())) == 1):
+            continue
+        tested = [c.func.value.id for c in ast.walk(n.value)
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "is_contiguous"
+                  and isinstance(c.func.value, ast.Name)]
+        if tested and all(line < n.lineno for t in tested for line in stores.get(t, ())):
+            out[n.targets[0].id] = n.value
+    return out
 
 
 def _param_names(fn) -> list[str]:

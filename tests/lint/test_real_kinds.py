@@ -41,14 +41,7 @@ NEEDS_2_31_ELEMENTS = {
 }
 
 # Expectations the default tier misses today: (file, code, text on the annotated line) -> why.
-MISSED = {
-    ("flat_copy_into_strided_out.py", "SC003", "tl.store(dst_ptr + offs, x * scale"): (
-        "issue 16: a flat kernel (unit step, bounded by `numel()`) writes the caller's optional `out=`, which the"
-        " launcher neither makes contiguous nor checks; SC003 leaves unit-step accesses alone by design"
-        " (flat kernels over tensors made contiguous further up are most of them), and nothing yet tells"
-        " an output the caller supplies, unchecked, from one the launcher made contiguous"
-    ),
-}
+MISSED: dict[tuple[str, str, str], str] = {}
 
 # Files the default tier reports on lines nobody annotated: file -> why the report is wrong.
 EXTRA: dict[str, str] = {}

