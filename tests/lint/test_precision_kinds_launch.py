@@ -335,3 +335,89 @@ def test_a_pointer_advanced_by_a_value_of_either_arm_is_still_judged(tmp_path):
         "        k_offset = blk * stride_k0 + head * stride_k1 + d",
     ).replace("k = tl.load(k_ptr + k_offset)", "k_ptr += k_offset\n    k = tl.load(k_ptr)")
     assert _found(tmp_path, src.replace("{flat}", ", FLAT=False"), "SC005") == [(26, "SC005")]
+
+
+# -- two views made alike from one tensor, by the callers two calls up: equal strides
+
+SLICES_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _pair_kernel(k_ptr, v_ptr, o_ptr, stride_kn, stride_kh, stride_vn, stride_vh, HEAD: tl.constexpr):
+    n = tl.program_id(0)
+    h = tl.program_id(1)
+    d = tl.arange(0, HEAD)
+    off = n * stride_kn + h * stride_kh + d
+    k = tl.load(k_ptr + off)
+    v = tl.load(v_ptr + off)
+    tl.store(o_ptr + (n * tl.num_programs(1) + h) * HEAD + d, k + v)
+
+
+def pair(k, v, out):
+    n, h, d = k.shape
+    _pair_kernel[(n, h)](k, v, out, k.stride(0), k.stride(1), v.stride(0), v.stride(1), HEAD=d)
+'''
+
+SLICES_MIDDLE = '''
+def combine(cache_k, cache_v, out):
+    from .kern import pair
+
+    pair(cache_k, cache_v, out)
+'''
+
+SLICES_CALLER = '''
+import torch
+from pkg.mid import combine
+
+
+class Layer:
+    def run(self, state, out):
+        cache_k = state.buffers[self.layer][:, 0:self.heads, :]
+        cache_v = {v}
+        return combine(cache_k, cache_v, out)
+'''
+
+
+def _slices(tmp_path, v):
+    return _default(tmp_path, {"pkg/__init__.py": "", "pkg/kern.py": SLICES_KERNEL, "pkg/mid.py": SLICES_MIDDLE,
+                               "pkg/layer.py": SLICES_CALLER.replace("{v}", v)}, "SC005")
+
+
+@pytest.mark.parametrize("v", [
+    "state.buffers[self.layer][:, self.heads:2 * self.heads, :]",
+    "state.buffers[self.layer][:, self.heads:, :]",
+], ids=["bounded", "open"])
+def test_two_slices_of_one_tensor_share_strides_through_two_callers(tmp_path, v):
+    assert _slices(tmp_path, v) == []
+
+
+@pytest.mark.parametrize("v", [
+    "state.values[self.layer][:, self.heads:2 * self.heads, :]",  # another tensor
+    "state.buffers[self.layer][:, self.heads::2, :]",  # every other head: twice the stride
+    "state.buffers[self.layer].transpose(0, 1)[:, 0:self.heads, :]",  # another view chain
+    "state.buffers[self.layer][:, self.heads:, :].reshape(-1, self.heads, 64)",  # reshaped
+], ids=["other-tensor", "stepped-slice", "transposed", "reshaped"])
+def test_near_miss_slices_that_may_differ_keep_the_borrowed_stride(tmp_path, v):
+    assert _slices(tmp_path, v) == [(11, "SC005")]
+
+
+def test_a_base_rebound_between_the_slices_keeps_the_borrowed_stride(tmp_path):
+    caller = SLICES_CALLER.replace("{v}", "buf[:, self.heads:, :]").replace(
+        "        cache_k = state.buffers[self.layer][:, 0:self.heads, :]\n",
+        "        buf = state.buffers[0]\n        cache_k = buf[:, 0:self.heads, :]\n        buf = state.buffers[1]\n")
+    files = {"pkg/__init__.py": "", "pkg/kern.py": SLICES_KERNEL, "pkg/mid.py": SLICES_MIDDLE, "pkg/layer.py": caller}
+    assert _default(tmp_path, files, "SC005") == [(11, "SC005")]
+    same = caller.replace("        buf = state.buffers[1]\n", "")
+    assert _default(tmp_path, files | {"pkg/layer.py": same}, "SC005") == []
+
+
+def test_callers_that_import_the_launcher_in_their_body_are_followed(tmp_path):
+    caller = SLICES_CALLER.replace("{v}", "state.buffers[self.layer][:, self.heads:, :]").replace(
+        "from pkg.mid import combine\n", "").replace(
+        "    def run(self, state, out):\n", "    def run(self, state, out):\n        from pkg.mid import combine\n\n")
+    files = {"pkg/__init__.py": "", "pkg/kern.py": SLICES_KERNEL, "pkg/mid.py": SLICES_MIDDLE, "pkg/layer.py": caller}
+    assert _default(tmp_path, files, "SC005") == []
+    other = caller.replace("state.buffers[self.layer][:, self.heads:, :]", "state.values[self.layer][:, self.heads:, :]")
+    assert _default(tmp_path, files | {"pkg/layer.py": other}, "SC005") == [(11, "SC005")]
