@@ -421,3 +421,43 @@ def test_callers_that_import_the_launcher_in_their_body_are_followed(tmp_path):
     assert _default(tmp_path, files, "SC005") == []
     other = caller.replace("state.buffers[self.layer][:, self.heads:, :]", "state.values[self.layer][:, self.heads:, :]")
     assert _default(tmp_path, files | {"pkg/layer.py": other}, "SC005") == [(11, "SC005")]
+
+
+# -- `*t.stride()` whose count the launcher shows by a rank check, a full() allocation, or the
+#    literal arm of a conditional: the arguments after it are bound
+
+STARS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _stars_kernel(r_ptr, stride_r0, stride_r1, x_ptr, stride_x0, stride_x1, f_ptr, stride_f0, stride_f1,
+                  k_ptr, stride_kn, stride_kd, v_ptr, stride_vn, stride_vd, D: tl.constexpr):
+    n = tl.program_id(0)
+    d = tl.arange(0, D)
+    k = tl.load(k_ptr + n * stride_kn + d * stride_kd)
+    v = tl.load(v_ptr + n * stride_kn + d * stride_kd)
+    tl.store(x_ptr + n * stride_x0 + d * stride_x1, k + v)
+
+
+def stars(r, x, k, other):
+    assert x.ndim == 2
+    n, dk = k.shape
+    f = torch.full((n, 4), 0.0, device=k.device)
+    v = {v}
+    _stars_kernel[(n,)](
+        r, *(r.stride() if r is not None else (0, 0)),
+        x, *x.stride(),
+        f, *f.stride(),
+        k, *k.stride(), v, *v.stride(), D=dk)
+'''
+
+
+def test_stars_of_a_rank_the_launcher_shows_bind_what_follows(tmp_path):
+    assert _default(tmp_path, STARS.replace("{v}", "torch.empty_like(k)"), "SC005") == []
+
+
+def test_near_miss_stars_bind_a_foreign_stride(tmp_path):
+    assert _default(tmp_path, STARS.replace("{v}", "other"), "SC005") == [(13, "SC005")]
