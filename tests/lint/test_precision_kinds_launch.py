@@ -461,3 +461,70 @@ def test_stars_of_a_rank_the_launcher_shows_bind_what_follows(tmp_path):
 
 def test_near_miss_stars_bind_a_foreign_stride(tmp_path):
     assert _default(tmp_path, STARS.replace("{v}", "other"), "SC005") == [(13, "SC005")]
+
+
+# -- flat scratch the kernel alone writes and reads back (SC003)
+
+SCRATCH = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _partial_kernel(x_ptr, part_ptr, out_ptr, n_parts, row_len, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + pid * row_len + offs)
+{body}
+
+
+def partial_sums(x, part, out, n_parts):
+{launcher}
+    _partial_kernel[(n_parts,)](x, part, out, n_parts, x.shape[1], BLOCK=64)
+    return out
+'''
+
+WRITE_THEN_READ = '''    tl.store(part_ptr + pid * row_len + offs, x)
+    tl.debug_barrier()
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for other in range(0, n_parts):
+        acc += tl.load(part_ptr + other * row_len + offs)
+    tl.store(out_ptr + pid * row_len + offs, acc)'''
+
+
+def _scratch(tmp_path, body=WRITE_THEN_READ, launcher="    x = x.contiguous()\\n    out = torch.empty_like(x)"):
+    src = SCRATCH.replace("{body}", body).replace("{launcher}", launcher.replace("\\n", "\n"))
+    return [(line, code) for line, code in _default(tmp_path, src, "SC003")]
+
+
+def test_flat_scratch_written_then_read_back_by_the_kernel_is_not_default(tmp_path):
+    assert _scratch(tmp_path) == []
+
+
+@pytest.mark.parametrize("body", [
+    # in place: the kernel reads what the caller put there first
+    "    y = tl.load(part_ptr + pid * row_len + offs)\n    tl.store(part_ptr + pid * row_len + offs, x + y)",
+    # a second pass stores again: the tensor is an output the caller reads
+    WRITE_THEN_READ + "\n    tl.store(part_ptr + pid * row_len + offs, acc)",
+], ids=["in-place", "stored-after-read"])
+def test_near_miss_a_tensor_whose_contents_leave_the_kernel_stays(tmp_path, body):
+    assert _scratch(tmp_path, body=body) == [(12, "SC003")]
+
+
+@pytest.mark.parametrize("launcher", [
+    # a strided view of a wider tensor: flat writes overrun its rows into the rest
+    "    x = x.contiguous()\\n    out = torch.empty_like(x)\\n    part = part[:, :64]",
+], ids=["strided-view"])
+def test_near_miss_scratch_that_is_a_strided_view_stays(tmp_path, launcher):
+    assert _scratch(tmp_path, launcher=launcher) == [(12, "SC003")]
+
+
+def test_near_miss_scratch_handed_to_another_kernel_stays(tmp_path):
+    src = SCRATCH.replace("{body}", WRITE_THEN_READ).replace(
+        "{launcher}", "    x = x.contiguous()\n    out = torch.empty_like(x)").replace(
+        "    return out\n",
+        "    _reader_kernel[(n_parts,)](part, part.stride(0), out)\n    return out\n\n\n"
+        "@triton.jit\ndef _reader_kernel(p_ptr, stride_p, o_ptr):\n"
+        "    i = tl.program_id(0)\n    tl.store(o_ptr + i, tl.load(p_ptr + i * stride_p))\n")
+    assert _default(tmp_path, src, "SC003") == [(12, "SC003")]
