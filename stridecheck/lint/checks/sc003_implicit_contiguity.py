@@ -7,7 +7,9 @@ Silent when every resolved launch passes a provably contiguous tensor (``ArgOrig
 (``padded[:, :vocab]``, ``x.t()``). Lower tier (``preview=True``, severity info, "assumes packed
 inner dimensions"): a launch passes a tensor of unknown layout (a caller's argument), or no
 launch is resolved. Measured on the corpus, the unknown-layout form was mostly made contiguous
-further up (another module, a deeper caller), so it is not an error-level finding.
+further up (another module, a deeper caller), so it is not an error-level finding. Flat scratch
+of the kernel's own (stored before it is loaded, see ``_own_scratch``) is preview too unless a
+strided view reaches it.
 """
 
 from __future__ import annotations

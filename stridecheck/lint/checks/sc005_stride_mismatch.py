@@ -6,7 +6,8 @@ when every resolved launch feeds that parameter the stride of the tensor P recei
 
 At a launch: (a) a stride parameter owned by pointer P receives ``t.stride(i)`` of a tensor t other
 than the one P receives (and not a view of it, nor a ``*_like`` allocation of it, nor both provably contiguous,
-nor shown equal in that dimension by a check: ``assert a.stride() == b.stride()``); (b) it receives
+nor shown equal in that dimension by a check: ``assert a.stride() == b.stride()``, nor, for two
+parameters of the launcher, two views made alike from one tensor by every caller); (b) it receives
 ``t.stride(i)`` of the right tensor, but the index it steps is bounded (mask or grid) by
 ``t.shape[j]`` with j != i. Reported at the argument; swapped pairs get an unsafe fix.
 """
