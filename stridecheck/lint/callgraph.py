@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 from stridecheck.lint.model import ArgFact, CallSite, FunctionInfo
 
@@ -67,6 +68,47 @@ def strided_subscript(elements) -> bool:
         if k > 0:
             return True  # an index into an inner dimension after a slice
     return False
+
+
+def _int_literal(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
+
+
+def view_key(node, generation: dict[str, int]) -> str | None:
+    """What decides the strides of a tensor made by indexing (``buf[layer][:, 0:h, :]``), as text:
+    the base (a dotted name, with how often its root was assigned so far: ``generation``) and each
+    subscript with what does not decide strides left out. Basic indexing keeps the base's strides
+    of the dimensions it keeps, whatever a slice's bounds or an integer index's value, so the
+    bounds and integers are left out and a slice's step kept (``x[::2]`` doubles one). A subscript
+    with any other item (a name, which may be a tensor: advanced indexing copies, to a layout its
+    extents decide) is kept whole: only the same subscript gives the same strides. None for
+    anything else."""
+    levels = []
+    while isinstance(node, ast.Subscript):
+        sl = node.slice
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        items = []
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                items.append(":" + (_source(e.step) if e.step is not None else ""))
+            elif isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis):
+                items.append(repr(e.value))
+            elif _int_literal(e):
+                items.append("#")
+            elif isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.BinOp)) and not isinstance(e, ast.Starred):
+                items = None
+                break
+            else:
+                return None
+        levels.append(",".join(items) if items is not None else "=" + _source(sl))
+        node = node.value
+    base = _dotted(node)
+    if base is None or not levels:
+        return None
+    root = base.split(".")[0]
+    return f"{base}@{generation.get(root, 0)}" + "".join(f"[{x}]" for x in reversed(levels))
 
 
 def _dotted(node) -> str | None:
@@ -136,6 +178,7 @@ class _FunctionScan:
         self.extents: dict[str, tuple[str, ...]] = {}  # local name -> tensors whose extents it is built from
         self.literals: set[str] = set()  # local names bound to literals (`n_reqs, n_vocab = 3, 300`)
         self.checked: dict[int, frozenset] = {}  # call -> names contiguous where it runs
+        self.generation: dict[str, int] = {}  # local name -> how often it was assigned so far
 
     def fact(self, node) -> ArgFact:
         if isinstance(node, ast.Name):
@@ -153,10 +196,11 @@ class _FunctionScan:
             base = self.fact(node.value)
             sl = node.slice
             elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+            view = view_key(node, self.generation)
             if strided_subscript(elts):
                 # A slice leaves gaps (not dense): `empty_like` of it is contiguous.
-                return ArgFact("strided", "slice", text=_source(node))
-            return base if base.kind in ("param", "unknown") else _UNKNOWN
+                return ArgFact("strided", "slice", text=_source(node), view=view)
+            return replace(base if base.kind in ("param", "unknown") else _UNKNOWN, view=view)
         if isinstance(node, ast.IfExp):
             a, b = self.fact(node.body), self.fact(node.orelse)
             if isinstance(node.orelse, ast.Constant) and node.orelse.value is None:
@@ -192,7 +236,9 @@ class _FunctionScan:
                 if last in _STRIDED:
                     return ArgFact("strided")
                 if last in _KEEPS:
-                    return recv if recv.kind in ("packed", "param") else _UNKNOWN
+                    # A reshape or a copy may change the strides a view of it had ("": not
+                    # the tensor it was made from, strides unknown).
+                    return replace(recv, view="") if recv.kind in ("packed", "param") else _UNKNOWN
             return _UNKNOWN
         return _UNKNOWN
 
@@ -202,11 +248,11 @@ class _FunctionScan:
         call runs, :func:`_contiguous_by_branch`) is packed."""
         got = self.fact(node)
         if isinstance(node, ast.Name) and node.id in checked and got.kind != "strided":
-            return ArgFact("packed", got.name, got.text or node.id, got.sized_from)
+            return replace(got, kind="packed", text=got.text or node.id)
         if not got.text:
             text = _dotted(node)
             if text:
-                got = ArgFact(got.kind, got.name, text, got.sized_from)
+                got = replace(got, text=text)
         return got
 
     def literal_sizes(self, node: ast.Call) -> bool:
@@ -261,6 +307,9 @@ class _FunctionScan:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
                         self.local[n.id] = _UNKNOWN
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):  # a later view of it is of another tensor
+                self.generation[n.id] = self.generation.get(n.id, 0) + 1
 
     def run(self, attrs: dict[str, bool] | None) -> None:
         """One walk of the function: its assignments, imports and calls, then each call judged with
@@ -272,9 +321,11 @@ class _FunctionScan:
             elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor)):
                 # An assignment takes effect after its value: order it at its end.
                 events.append((n.end_lineno or n.lineno, n.end_col_offset or 0, 0, n))
-            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            elif isinstance(n, ast.ImportFrom) and (n.module or n.level):
+                # `from .mod import f` keeps its dots: the linker resolves it from the caller's module.
+                where = "." * (n.level or 0) + (f"{n.module}." if n.module else "")
                 for a in n.names:
-                    self.imports[a.asname or a.name] = f"{n.module}.{a.name}"
+                    self.imports[a.asname or a.name] = f"{where}{a.name}"
         events.sort(key=lambda e: (e[0], e[1], e[2]))
         self.checked = _contiguous_by_branch(self.fn)
         for _, _, _, n in events:
@@ -315,7 +366,7 @@ class _FunctionScan:
                 star = True
                 continue
             kwargs[k.arg] = self.arg_fact(k.value, checked)
-        if not any(f.kind != "unknown" for f in (*args, *kwargs.values())):
+        if not any(f.kind != "unknown" or f.view for f in (*args, *kwargs.values())):
             return  # nothing to tell its callee
         head, _, rest = callee.partition(".")
         if head in self.imports:

@@ -197,6 +197,7 @@ class _State:
         self.replaced = self.replaced | {name}
         self.tensors.pop(name, None)
         self.ints.pop(name, None)
+        self.ints.pop(f"ndim:{name}", None)
         self.seqs.pop(name, None)
         self.aliases.pop(name, None)
         self.vetted.pop(name, None)
@@ -1312,6 +1313,7 @@ class _Collector:
                 tensor, dim = ref
                 self._add_check(state, WidthCheck(tensor, dim, " ".join(others), span))
             if len(sides) == 2 and isinstance(comp.ops[0], ast.Eq if holds else ast.NotEq):
+                self._record_rank(sides, state, span)
                 self._record_unit_stride(sides, state)
                 self._record_strides(sides, state)
                 # `list(t.shape) != [N, C, W]: raise`, `tuple(t.shape[1:]) == expect`: each listed
@@ -1322,6 +1324,26 @@ class _Collector:
                         continue
                     for dim, against in self._listed_dims(ref[1], b, state):
                         self._add_check(state, WidthCheck(ref[0], dim, against, span))
+
+    def _record_rank(self, sides, state: _State, span) -> None:
+        """``t.ndim == 2`` / ``t.dim() == 2`` / ``len(t.stride()) == 2`` known to hold: ``t``'s rank,
+        kept in ``state.ints`` under ``ndim:t`` (no name has a colon) as a shape origin of ``t``."""
+        for a, b in (sides, sides[::-1]):
+            k = _int_literal(b)
+            if k is None or k < 1:
+                continue
+            node = None
+            if isinstance(a, ast.Attribute) and a.attr == "ndim":
+                node = a.value
+            elif isinstance(a, ast.Call) and not _nargs(a) and isinstance(a.func, ast.Attribute) \
+                    and a.func.attr in ("dim", "ndimension"):
+                node = a.func.value
+            elif isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id == "len" and len(a.args) == 1:
+                ext = _extents_of(a.args[0])  # `len(t.shape)`, `len(t.size())`, `len(t.stride())`
+                node = ext[0] if ext is not None else None
+            tensor = self.tensor_name(node) if node is not None else None
+            if tensor is not None:
+                state.ints[f"ndim:{tensor}"] = ArgOrigin(OriginKind.SHAPE, self.text(a), span, tensor=tensor, ndim=k)
 
     def _record_unit_stride(self, sides, state: _State) -> None:
         """``t.stride(k) == 1`` / ``t.stride()[k] == 1`` known to hold: dimension ``k`` of ``t`` is unit-stride."""
@@ -1841,6 +1863,9 @@ class _Collector:
         if last in _FRESH_CONTIGUOUS and (m is None or last.startswith("new_") or _is_torch(fname)):
             strides = self.allocated_strides(node, last, state) if fmt is not False else frozenset()
             ndim = _rank_of_sizes(node) if last in _SIZED_ALLOC else None
+            if last in ("full", "new_full") and node.args and isinstance(node.args[0], (ast.Tuple, ast.List)) \
+                    and not any(isinstance(e, ast.Starred) for e in node.args[0].elts):
+                ndim = len(node.args[0].elts)  # `torch.full((a, b), value)`: the sizes, then the value
             return _Tensor(contiguous=fmt is not False, fresh=True, strides=strides, ndim=ndim)
         if last in _STRIDED_ALLOC:
             # `torch.empty_strided(size, stride)`, Inductor's `empty_strided_cuda(size, stride, dtype)`
@@ -2217,12 +2242,13 @@ class _Collector:
                     ):
                         launch.args.extend(self.arg_origin(e, state) for e in seq.elts)
                     elif not launch.star_args:
-                        first = self._first_extent(arg.value, state)
-                        rank = state.tensors[first.tensor].ndim if first is not None and first.tensor in state.tensors \
-                            else None
-                        if rank:
+                        value, rank = self._star_extents(arg.value, state)
+                        first = self._first_extent(value, state)
+                        if rank is None and first is not None:
+                            rank = self._rank(first.tensor, state)
+                        if rank and first is not None:
                             # `*t.stride()` of a tensor whose rank the launcher shows: every element.
-                            launch.args.extend(self._first_extent(arg.value, state, d) for d in range(rank))
+                            launch.args.extend(self._first_extent(value, state, d) for d in range(rank))
                             continue
                         if first is not None:
                             launch.args.append(first)
@@ -2244,6 +2270,29 @@ class _Collector:
             self._shared = saved_shared
         launch.width_checks = list(state.checks.values())
         self.info.launches.append(launch)
+
+    @staticmethod
+    def _rank(tensor: str | None, state: _State) -> int | None:
+        """The rank the launcher shows for ``tensor``: its allocation's or view's sizes written
+        out, or its shape unpacked (`b, h, d = t.shape`)."""
+        if tensor is None:
+            return None
+        facts = state.tensors.get(tensor)
+        if facts is not None and facts.ndim:
+            return facts.ndim
+        return next((o.ndim for o in state.ints.values()
+                     if o.tensor == tensor and o.kind is OriginKind.SHAPE and o.ndim), None)
+
+    def _star_extents(self, node, state: _State):
+        """``*(t.stride() if t is not None else (0, 0))``: the arm that reads ``t``'s extents, and
+        the count the other arm, a tuple written out, gives (a launch binds the same parameters
+        whichever arm runs); (node, None) for anything else."""
+        if isinstance(node, ast.IfExp):
+            for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                if isinstance(other, (ast.Tuple, ast.List)) and not any(
+                        isinstance(e, ast.Starred) for e in other.elts) and _extents_of(mine) is not None:
+                    return mine, len(other.elts)
+        return node, None
 
     def _first_extent(self, node, state: _State, dim: int = 0) -> ArgOrigin | None:
         """``*t.stride()`` / ``*t.shape`` / ``*t.size()`` at a launch: its first element is

@@ -321,7 +321,8 @@ class Tree:
         else:
             names = {cls} if cls else {name}  # `Cls.apply(...)` reaches `forward`
             wanted = next(iter(names))
-            candidates = [m for m in self.models if wanted in m.called and (m is model or self._imports(m, wanted))]
+            candidates = [m for m in self.models if wanted in m.called and (
+                m is model or self._imports(m, wanted) or self._imports_inside(m, wanted))]
             candidates.extend(self._nearby(model, names))
         got = []
         for cm in candidates:
@@ -407,6 +408,11 @@ class Tree:
                 return True
         return False
 
+    def _imports_inside(self, model: ModuleModel, name: str) -> bool:
+        """Whether a function of ``model`` imports ``name`` in its body and calls it (its calls
+        then name it ``@pkg.mod.name``, or ``@.mod.name`` relative to ``model``)."""
+        return any(s.callee.startswith("@") and s.callee.rsplit(".", 1)[-1] == name for s in self.calls_of(model))
+
     def calls_of(self, model: ModuleModel) -> list[CallSite]:
         """A module's call sites (read from its file on first use)."""
         if model.calls is None:
@@ -483,7 +489,12 @@ class Tree:
         if hops <= 0:
             return None
         if name.startswith("@"):  # imported inside the calling function: an absolute name
-            parts = name[1:].split(".")
+            full = name[1:]
+            if full.startswith("."):  # or one relative to the caller's module
+                full = _resolve_relative(model, full)
+                if full is None:
+                    return None
+            parts = full.split(".")
             for cut in range(len(parts) - 1, 0, -1):
                 target = self.module_named(".".join(parts[:cut]), near=model)
                 if target is not None:

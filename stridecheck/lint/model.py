@@ -384,12 +384,16 @@ class ArgFact:
     packed), ``param`` (the caller's own parameter ``name``, unchanged or through a view that keeps
     its strides), ``like`` (``empty_like(name)``), ``attr`` (``self.name``), ``unknown``.
     ``sized_from`` is set on an allocation made in the caller: the tensors whose extents its shape
-    is built from (``empty_like(x)``, ``torch.empty(n, v)`` after ``n, v = x.shape``: ``x``)."""
+    is built from (``empty_like(x)``, ``torch.empty(n, v)`` after ``n, v = x.shape``: ``x``).
+    ``view`` is set on a tensor made by indexing another: its base and the indexing with the
+    bounds that do not decide strides left out (``buf[:, 0:h]`` and ``buf[:, h:2 * h]`` share
+    it), so two arguments with one ``view`` have equal strides (see ``callgraph.view_key``)."""
 
     kind: str
     name: str | None = None
     text: str = ""
     sized_from: tuple[str, ...] | None = None
+    view: str | None = None
 
 
 @dataclass(slots=True)

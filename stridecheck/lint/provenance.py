@@ -112,6 +112,37 @@ def _walk_callers(tree, model, qualname: str, param: str, depth: int, seen, tag:
     return combine([judge(cm, site, info, seen) for cm, site in sites])
 
 
+def callers_share_strides(tree, model, qualname: str, a: str, b: str, depth: int = 0, seen=None) -> bool:
+    """Whether every caller of ``qualname`` (in ``model``) passes parameters ``a`` and ``b`` tensors
+    with equal strides: the same tensor, two views made alike from one base (``buf[:, :h]`` and
+    ``buf[:, h:]``, see ``ArgFact.view``), or its own two parameters of which the same holds, a
+    few calls up. False where any caller passes something else, or none is in view."""
+    info = model.functions.get(qualname) if tree is not None else None
+    if info is None or a not in info.params or b not in info.params or depth >= MAX_DEPTH:
+        return False
+    key = (id(model), qualname, a, b)
+    seen = seen or set()
+    if key in seen:
+        return False
+    seen = seen | {key}
+    sites = tree.callers_of(model, qualname)
+    if not sites:
+        return False
+    for cm, site in sites:
+        fa, fb = _bound(site, info, a), _bound(site, info, b)
+        if fa is None or fb is None or fa is OMITTED or fb is OMITTED:
+            return False
+        if fa.view and fa.view == fb.view:
+            continue
+        if fa.kind == "param" and fb.kind == "param" and fa.name and fb.name and fa.view is None \
+                and fb.view is None:
+            if fa.name == fb.name or callers_share_strides(tree, cm, site.caller, fa.name, fb.name,
+                                                            depth + 1, seen):
+                continue
+        return False
+    return True
+
+
 def _entry_layout(tree, model, info, param: str) -> Layout:
     """A function no caller in the linted tree is seen to call: ``latent`` when it is an entry
     point of the package's users (an autograd ``forward``/``backward``, a registered operator, or a

@@ -335,3 +335,196 @@ def test_a_pointer_advanced_by_a_value_of_either_arm_is_still_judged(tmp_path):
         "        k_offset = blk * stride_k0 + head * stride_k1 + d",
     ).replace("k = tl.load(k_ptr + k_offset)", "k_ptr += k_offset\n    k = tl.load(k_ptr)")
     assert _found(tmp_path, src.replace("{flat}", ", FLAT=False"), "SC005") == [(26, "SC005")]
+
+
+# -- two views made alike from one tensor, by the callers two calls up: equal strides
+
+SLICES_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _pair_kernel(k_ptr, v_ptr, o_ptr, stride_kn, stride_kh, stride_vn, stride_vh, HEAD: tl.constexpr):
+    n = tl.program_id(0)
+    h = tl.program_id(1)
+    d = tl.arange(0, HEAD)
+    off = n * stride_kn + h * stride_kh + d
+    k = tl.load(k_ptr + off)
+    v = tl.load(v_ptr + off)
+    tl.store(o_ptr + (n * tl.num_programs(1) + h) * HEAD + d, k + v)
+
+
+def pair(k, v, out):
+    n, h, d = k.shape
+    _pair_kernel[(n, h)](k, v, out, k.stride(0), k.stride(1), v.stride(0), v.stride(1), HEAD=d)
+'''
+
+SLICES_MIDDLE = '''
+def combine(cache_k, cache_v, out):
+    from .kern import pair
+
+    pair(cache_k, cache_v, out)
+'''
+
+SLICES_CALLER = '''
+import torch
+from pkg.mid import combine
+
+
+class Layer:
+    def run(self, state, out):
+        cache_k = state.buffers[self.layer][:, 0:self.heads, :]
+        cache_v = {v}
+        return combine(cache_k, cache_v, out)
+'''
+
+
+def _slices(tmp_path, v):
+    return _default(tmp_path, {"pkg/__init__.py": "", "pkg/kern.py": SLICES_KERNEL, "pkg/mid.py": SLICES_MIDDLE,
+                               "pkg/layer.py": SLICES_CALLER.replace("{v}", v)}, "SC005")
+
+
+@pytest.mark.parametrize("v", [
+    "state.buffers[self.layer][:, self.heads:2 * self.heads, :]",
+    "state.buffers[self.layer][:, self.heads:, :]",
+], ids=["bounded", "open"])
+def test_two_slices_of_one_tensor_share_strides_through_two_callers(tmp_path, v):
+    assert _slices(tmp_path, v) == []
+
+
+@pytest.mark.parametrize("v", [
+    "state.values[self.layer][:, self.heads:2 * self.heads, :]",  # another tensor
+    "state.buffers[self.layer][:, self.heads::2, :]",  # every other head: twice the stride
+    "state.buffers[self.layer].transpose(0, 1)[:, 0:self.heads, :]",  # another view chain
+    "state.buffers[self.layer][:, self.heads:, :].reshape(-1, self.heads, 64)",  # reshaped
+], ids=["other-tensor", "stepped-slice", "transposed", "reshaped"])
+def test_near_miss_slices_that_may_differ_keep_the_borrowed_stride(tmp_path, v):
+    assert _slices(tmp_path, v) == [(11, "SC005")]
+
+
+def test_a_base_rebound_between_the_slices_keeps_the_borrowed_stride(tmp_path):
+    caller = SLICES_CALLER.replace("{v}", "buf[:, self.heads:, :]").replace(
+        "        cache_k = state.buffers[self.layer][:, 0:self.heads, :]\n",
+        "        buf = state.buffers[0]\n        cache_k = buf[:, 0:self.heads, :]\n        buf = state.buffers[1]\n")
+    files = {"pkg/__init__.py": "", "pkg/kern.py": SLICES_KERNEL, "pkg/mid.py": SLICES_MIDDLE, "pkg/layer.py": caller}
+    assert _default(tmp_path, files, "SC005") == [(11, "SC005")]
+    same = caller.replace("        buf = state.buffers[1]\n", "")
+    assert _default(tmp_path, files | {"pkg/layer.py": same}, "SC005") == []
+
+
+def test_callers_that_import_the_launcher_in_their_body_are_followed(tmp_path):
+    caller = SLICES_CALLER.replace("{v}", "state.buffers[self.layer][:, self.heads:, :]").replace(
+        "from pkg.mid import combine\n", "").replace(
+        "    def run(self, state, out):\n", "    def run(self, state, out):\n        from pkg.mid import combine\n\n")
+    files = {"pkg/__init__.py": "", "pkg/kern.py": SLICES_KERNEL, "pkg/mid.py": SLICES_MIDDLE, "pkg/layer.py": caller}
+    assert _default(tmp_path, files, "SC005") == []
+    other = caller.replace("state.buffers[self.layer][:, self.heads:, :]", "state.values[self.layer][:, self.heads:, :]")
+    assert _default(tmp_path, files | {"pkg/layer.py": other}, "SC005") == [(11, "SC005")]
+
+
+# -- `*t.stride()` whose count the launcher shows by a rank check, a full() allocation, or the
+#    literal arm of a conditional: the arguments after it are bound
+
+STARS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _stars_kernel(r_ptr, stride_r0, stride_r1, x_ptr, stride_x0, stride_x1, f_ptr, stride_f0, stride_f1,
+                  k_ptr, stride_kn, stride_kd, v_ptr, stride_vn, stride_vd, D: tl.constexpr):
+    n = tl.program_id(0)
+    d = tl.arange(0, D)
+    k = tl.load(k_ptr + n * stride_kn + d * stride_kd)
+    v = tl.load(v_ptr + n * stride_kn + d * stride_kd)
+    tl.store(x_ptr + n * stride_x0 + d * stride_x1, k + v)
+
+
+def stars(r, x, k, other):
+    assert x.ndim == 2
+    n, dk = k.shape
+    f = torch.full((n, 4), 0.0, device=k.device)
+    v = {v}
+    _stars_kernel[(n,)](
+        r, *(r.stride() if r is not None else (0, 0)),
+        x, *x.stride(),
+        f, *f.stride(),
+        k, *k.stride(), v, *v.stride(), D=dk)
+'''
+
+
+def test_stars_of_a_rank_the_launcher_shows_bind_what_follows(tmp_path):
+    assert _default(tmp_path, STARS.replace("{v}", "torch.empty_like(k)"), "SC005") == []
+
+
+def test_near_miss_stars_bind_a_foreign_stride(tmp_path):
+    assert _default(tmp_path, STARS.replace("{v}", "other"), "SC005") == [(13, "SC005")]
+
+
+# -- flat scratch the kernel alone writes and reads back (SC003)
+
+SCRATCH = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _partial_kernel(x_ptr, part_ptr, out_ptr, n_parts, row_len, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + pid * row_len + offs)
+{body}
+
+
+def partial_sums(x, part, out, n_parts):
+{launcher}
+    _partial_kernel[(n_parts,)](x, part, out, n_parts, x.shape[1], BLOCK=64)
+    return out
+'''
+
+WRITE_THEN_READ = '''    tl.store(part_ptr + pid * row_len + offs, x)
+    tl.debug_barrier()
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for other in range(0, n_parts):
+        acc += tl.load(part_ptr + other * row_len + offs)
+    tl.store(out_ptr + pid * row_len + offs, acc)'''
+
+
+def _scratch(tmp_path, body=WRITE_THEN_READ, launcher="    x = x.contiguous()\\n    out = torch.empty_like(x)"):
+    src = SCRATCH.replace("{body}", body).replace("{launcher}", launcher.replace("\\n", "\n"))
+    return [(line, code) for line, code in _default(tmp_path, src, "SC003")]
+
+
+def test_flat_scratch_written_then_read_back_by_the_kernel_is_not_default(tmp_path):
+    assert _scratch(tmp_path) == []
+
+
+@pytest.mark.parametrize("body", [
+    # in place: the kernel reads what the caller put there first
+    "    y = tl.load(part_ptr + pid * row_len + offs)\n    tl.store(part_ptr + pid * row_len + offs, x + y)",
+    # a second pass stores again: the tensor is an output the caller reads
+    WRITE_THEN_READ + "\n    tl.store(part_ptr + pid * row_len + offs, acc)",
+], ids=["in-place", "stored-after-read"])
+def test_near_miss_a_tensor_whose_contents_leave_the_kernel_stays(tmp_path, body):
+    assert _scratch(tmp_path, body=body) == [(12, "SC003")]
+
+
+@pytest.mark.parametrize("launcher", [
+    # a strided view of a wider tensor: flat writes overrun its rows into the rest
+    "    x = x.contiguous()\\n    out = torch.empty_like(x)\\n    part = part[:, :64]",
+], ids=["strided-view"])
+def test_near_miss_scratch_that_is_a_strided_view_stays(tmp_path, launcher):
+    assert _scratch(tmp_path, launcher=launcher) == [(12, "SC003")]
+
+
+def test_near_miss_scratch_handed_to_another_kernel_stays(tmp_path):
+    src = SCRATCH.replace("{body}", WRITE_THEN_READ).replace(
+        "{launcher}", "    x = x.contiguous()\n    out = torch.empty_like(x)").replace(
+        "    return out\n",
+        "    _reader_kernel[(n_parts,)](part, part.stride(0), out)\n    return out\n\n\n"
+        "@triton.jit\ndef _reader_kernel(p_ptr, stride_p, o_ptr):\n"
+        "    i = tl.program_id(0)\n    tl.store(o_ptr + i, tl.load(p_ptr + i * stride_p))\n")
+    assert _default(tmp_path, src, "SC003") == [(12, "SC003")]

@@ -7,7 +7,9 @@ Silent when every resolved launch passes a provably contiguous tensor (``ArgOrig
 (``padded[:, :vocab]``, ``x.t()``). Lower tier (``preview=True``, severity info, "assumes packed
 inner dimensions"): a launch passes a tensor of unknown layout (a caller's argument), or no
 launch is resolved. Measured on the corpus, the unknown-layout form was mostly made contiguous
-further up (another module, a deeper caller), so it is not an error-level finding.
+further up (another module, a deeper caller), so it is not an error-level finding. Flat scratch
+of the kernel's own (stored before it is loaded, see ``_own_scratch``) is preview too unless a
+strided view reaches it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import re
 from dataclasses import replace
 
 from stridecheck.lint.catalogue import make_finding
+from stridecheck.lint.checks._kernel_side import stride_owner
 from stridecheck.lint.checks._launch_common import helper_names, tensor_word
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind, product_key, value_key
-from stridecheck.lint.provenance import PACKED, combine, kernel_layout, layout_of
+from stridecheck.lint.provenance import LIVE, PACKED, combine, kernel_layout, layout_of
 from stridecheck.lint.stride_pairs import stride_named
 
 
@@ -121,6 +124,43 @@ def _equal_extents(checks) -> dict[str, str]:
         if a != b:
             parent[max(a, b)] = min(a, b)
     return {x: find(x) for x in parent}
+
+
+def _own_scratch(tree, kernel, pointer: str, launches) -> bool:
+    """Whether the kernel keeps ``pointer`` as scratch of its own: it stores to it before it loads
+    from it (every store above every load, no atomic), every access addresses it the same flat way
+    (the same size steps: what a program stores at ``pid * BLOCK + i`` another reads back at
+    ``cta * BLOCK + i``), no stride of it is passed, and no other launch of the launcher hands the
+    tensor on (to a kernel that may read it with strides). Its flat offsets then agree with each
+    other whatever its strides: the packing the steps assume is not what the data is read by.
+    (A caller out of view may still read the tensor after the launch, and a strided view of a
+    wider tensor would be overrun: the finding stays, in the preview tier.)"""
+    accs = [a for a in kernel.accesses if a.pointer == pointer and not a.byte_record]
+    stores = [a for a in accs if a.op == "store"]
+    loads = [a for a in accs if a.op == "load"]
+    if not stores or not loads or len(stores) + len(loads) != len(accs):
+        return False
+    if max((a.span.line, a.span.column) for a in stores) >= min((a.span.line, a.span.column) for a in loads):
+        return False
+    scheme = {tuple(sorted(t.step.text for t in a.terms if t.step.kind is not StepKind.UNIT)) for a in accs}
+    if len(scheme) != 1 or not next(iter(scheme)):
+        return False
+    if any(q.kind is ParamKind.STRIDE and stride_owner(q.name, kernel) == pointer for q in kernel.params):
+        return False
+    if not launches:
+        return False
+    for bl in launches:
+        o = bl.bound.get(pointer)
+        if o is None or o.kind is not OriginKind.TENSOR or not o.tensor:
+            return False
+        if any(a.kind is OriginKind.STRIDE and a.tensor == o.tensor for a in bl.bound.values()):
+            return False
+        for other in tree.bound_launches():
+            if other is bl or other.module is not bl.module or other.launch.launcher != bl.launch.launcher:
+                continue
+            if any(a.kind is OriginKind.TENSOR and a.tensor == o.tensor for a in other.bound.values()):
+                return False
+    return True
 
 
 def _advice(kernel, pointer: str, tensor: str, written: bool, layout) -> str:
@@ -260,6 +300,9 @@ def check(tree, options):
                 continue  # `assert x.stride(0) == n_cols`, `empty_strided(...)`: each size is a stride
             if launches and all(_unit_vector(bl, p.name) for bl in launches):
                 continue  # `assert ids.stride(0) == 1`: a unit-stride vector, packed
+            preview = not layout.default_tier
+            if not preview and layout.kind != LIVE and _own_scratch(tree, kernel, p.name, launches):
+                preview = True  # flat scratch of the kernel's own: nothing shows the packing is read
             written = any(a.writes for a in kernel.accesses if a.pointer == p.name)
             tensor = next((o.text for o in passed if o.kind is OriginKind.TENSOR), tensor_word(p.name))
             # One finding per pointer (the packing it assumes), at its first size step; the
@@ -272,7 +315,7 @@ def check(tree, options):
             reported.update((model.path, st[0]) for st in steps)
             span, product, size = steps[0]
             yield make_finding(
-                "SC003", model.path, span, preview=not layout.default_tier,
+                "SC003", model.path, span, preview=preview,
                 related=[(model.path, st[0]) for st in steps[1:] if st[0] != span],
                 group=f"{kernel.name}:{p.name}",
                 product=product, pointer=p.name, size=size, tensor=tensor,

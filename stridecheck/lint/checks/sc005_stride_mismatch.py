@@ -6,7 +6,8 @@ when every resolved launch feeds that parameter the stride of the tensor P recei
 
 At a launch: (a) a stride parameter owned by pointer P receives ``t.stride(i)`` of a tensor t other
 than the one P receives (and not a view of it, nor a ``*_like`` allocation of it, nor both provably contiguous,
-nor shown equal in that dimension by a check: ``assert a.stride() == b.stride()``); (b) it receives
+nor shown equal in that dimension by a check: ``assert a.stride() == b.stride()``, nor, for two
+parameters of the launcher, two views made alike from one tensor by every caller); (b) it receives
 ``t.stride(i)`` of the right tensor, but the index it steps is bounded (mask or grid) by
 ``t.shape[j]`` with j != i. Reported at the argument; swapped pairs get an unsafe fix.
 """
@@ -18,7 +19,7 @@ from dataclasses import replace
 from stridecheck.lint.catalogue import make_finding
 from stridecheck.lint.checks._kernel_side import judged_kernels
 from stridecheck.lint.checks._launch_common import shares_stride
-from stridecheck.lint.provenance import PACKED, kernel_layout, layout_of
+from stridecheck.lint.provenance import PACKED, callers_share_strides, kernel_layout, layout_of
 from stridecheck.lint.fixes import swap_fix
 from stridecheck.lint.model import IndexSource, OriginKind, ParamKind, StepKind
 from stridecheck.lint.stride_pairs import (
@@ -150,7 +151,7 @@ def _judge(tree, launches, stride, pointer, named, mine):
             continue
         seen.append((bl, so, po))
     if seen:
-        wrong = [(bl, so, po) for bl, so, po in seen if not _share(so, po, bl)]
+        wrong = [(bl, so, po) for bl, so, po in seen if not _share(so, po, bl, tree)]
         if not wrong:
             return None
         bl, so, po = wrong[0]
@@ -179,8 +180,9 @@ def _stride_source(so):
     return replace(so, kind=OriginKind.TENSOR, text=so.tensor, dim=None, factors=())
 
 
-def _share(so, po, bl) -> bool:
-    """The launcher establishes that the tensor ``so`` is a stride of and the tensor ``po`` share strides."""
+def _share(so, po, bl, tree) -> bool:
+    """The launcher establishes that the tensor ``so`` is a stride of and the tensor ``po`` share
+    strides, or its callers do (two views made alike from one tensor)."""
     if _fam(so) == _fam(po) or so.tensor == po.tensor:
         return True
     if po.like_of == so.tensor or so.like_of == po.tensor:
@@ -188,7 +190,19 @@ def _share(so, po, bl) -> bool:
     other = _tensor_arg(bl, so.tensor)
     if shares_stride(po, so, other):
         return True
-    return bool(po.contiguous and (so.contiguous or (other is not None and other.contiguous)))
+    if po.contiguous and (so.contiguous or (other is not None and other.contiguous)):
+        return True
+    return _callers_share(bl, tree, po, other)
+
+
+def _callers_share(bl, tree, a, b) -> bool:
+    """Both tensors are the launcher's parameters unchanged, and every caller passes them two
+    tensors with equal strides (`buf[:, :h]` and `buf[:, h:]`), a few calls up."""
+    if a is None or b is None or not a.param or not b.param:
+        return False
+    launch = bl.launch
+    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    return bool(qual) and callers_share_strides(tree, bl.module, qual, a.param, b.param)
 
 
 def _at_launch(tree, reported):
@@ -219,6 +233,8 @@ def _at_launch(tree, reported):
                     continue  # `assert t.stride() == x.stride()`: a check shows the strides equal
                 if _held_by(t.tensor, o.tensor):
                     continue  # `x.storage.data` with `x.stride(0)`: a wrapper and the tensor it holds
+                if _callers_share(bl, tree, t, _tensor_arg(bl, o.tensor)):
+                    continue  # the callers pass two views made alike from one tensor
                 yield from _emit(bl, o, name, reported, fix=None, template="launch_foreign",
                                  arg=o.text, tensor=o.tensor, stride=name, pointer=pointer, receives=t.text)
                 continue
