@@ -401,8 +401,12 @@ def _true_only_if_contiguous(fn) -> set[str]:
     return (found & params) - assigned
 
 
-# An identifier called as a function or method (`f(`, `mod.f(`, `self.m(`, `Cls.apply(`).
-_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+# An identifier called as a function or method (`f(`, `mod.f(`, `self.m(`, `Cls.apply(`): the
+# identifier before `(` (whitespace between allowed), from its first ASCII letter or underscore on
+# (`1abc(` calls `abc`). Matched on the reversed text, where each match starts at a literal `(`:
+# the forward pattern `([A-Za-z_]\w*)\s*\(` tries a match at every letter of the source and took
+# most of the time of a module's call index.
+_CALLED_REVERSED = re.compile(r"\(\s*(\w*[A-Za-z_])")
 
 
 _EXTERNAL = ("torch", "triton", "numpy", "typing", "collections", "functools", "itertools", "os", "sys", "math",
@@ -426,7 +430,7 @@ def callable_names(model) -> frozenset:
 def called_names(source: str) -> frozenset:
     """Every identifier the module calls (a regular expression over its text: what the tree
     checks before reading a module for its calls of a launcher)."""
-    return frozenset(_CALLED.findall(source))
+    return frozenset(name[::-1] for name in _CALLED_REVERSED.findall(source[::-1]))
 
 
 def _functions(tree: ast.Module):
@@ -483,7 +487,7 @@ def collect_calls(tree: ast.Module, functions: dict[str, FunctionInfo], wanted: 
             continue
         if wanted is not None and lines is not None:
             text = "\n".join(lines[fn.lineno - 1:fn.end_lineno])
-            if wanted.isdisjoint(_CALLED.findall(text)) and not (cls and "self." in text and "=" in text):
+            if wanted.isdisjoint(called_names(text)) and not (cls and "self." in text and "=" in text):
                 continue
         scan = _FunctionScan(fn, qual, set(info.params), set(info.contiguous_params), calls, wanted)
         scan.run(class_attrs.setdefault(cls, {}) if cls else None)
