@@ -24,6 +24,7 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 
+from stridecheck.lint.callgraph import walk
 from stridecheck.lint.model import (
     Access,
     Condition,
@@ -159,7 +160,7 @@ def _name_ids(node: ast.AST) -> tuple[str, ...]:
     try:
         return node._stridecheck_names  # type: ignore[attr-defined]
     except AttributeError:
-        got = tuple(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+        got = tuple(n.id for n in walk(node) if isinstance(n, ast.Name))
         node._stridecheck_names = got  # type: ignore[attr-defined]
         return got
 
@@ -169,7 +170,7 @@ def _stored_names(func: ast.FunctionDef) -> frozenset[str]:
     try:
         return func._stridecheck_stored  # type: ignore[attr-defined]
     except AttributeError:
-        got = frozenset(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        got = frozenset(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
         func._stridecheck_stored = got  # type: ignore[attr-defined]
         return got
 
@@ -180,7 +181,7 @@ def _augmented_names(stmt: ast.stmt) -> tuple[ast.Name, ...]:
     try:
         return stmt._stridecheck_augmented  # type: ignore[attr-defined]
     except AttributeError:
-        got = tuple(n.target for n in ast.walk(stmt) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name))
+        got = tuple(n.target for n in walk(stmt) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name))
         stmt._stridecheck_augmented = got  # type: ignore[attr-defined]
         return got
 
@@ -1581,11 +1582,18 @@ def refine_kernel(kernel: Kernel, roles: dict[str, ParamKind]) -> Kernel:
     accesses = []
     for a in kernel.accesses:
         terms = [
-            _make_term(_Summand(t.factors, t.span, t.text), kinds, set()) if t.factors else t
+            _make_term(_Summand(t.factors, t.span, t.text), kinds, set()) if _reads_any(t.factors, changed) else t
             for t in a.terms
         ]
         accesses.append(replace(a, terms=terms))
     return replace(kernel, params=params, accesses=accesses)
+
+
+def _reads_any(factors: tuple[_Factor, ...], names) -> bool:
+    """Whether a term's split into index and step may depend on the kinds of ``names``: a term is
+    split (:func:`_make_term`) by the kinds of its factors' parameters only, so one whose factors
+    name none of them splits as it did when it was built."""
+    return any(f.param in names or not f.params.isdisjoint(names) for f in factors)
 
 
 def _bare_kernel(func: ast.FunctionDef, src: SourceText) -> Kernel:
