@@ -450,6 +450,17 @@ def _build_chunk(tasks: list) -> bytes:
     return dumps([build_one(t) for t in tasks])
 
 
+# A worker's trees and models are many small objects, nearly all alive until its file is done and
+# next to none in garbage cycles: at the default threshold (700) the cyclic collector passed about
+# 1,300 times over 80 files, freeing a few hundred objects in all, for a tenth of the workers' time.
+# The workers collect young objects after 100,000 allocations instead.
+WORKER_GC_THRESHOLD = (100_000, 10, 10)
+
+
+def _worker_start() -> None:
+    gc.set_threshold(*WORKER_GC_THRESHOLD)
+
+
 def _build_all(tasks: list, jobs: int) -> list:
     if jobs <= 1 or len(tasks) < SERIAL_BELOW:
         return [build_one(t) for t in tasks]
@@ -462,7 +473,7 @@ def _build_all(tasks: list, jobs: int) -> list:
     chunks = [[tasks[i] for i in order[k : k + chunk]] for k in range(0, len(order), chunk)]
     results: list = [None] * len(tasks)
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_start) as pool:
             futures = [(k, pool.submit(_build_chunk, c)) for k, c in zip(range(0, len(order), chunk), chunks)]
             for k, future in futures:
                 for i, r in zip(order[k : k + chunk], pickle.loads(future.result())):

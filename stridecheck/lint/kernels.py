@@ -24,6 +24,7 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 
+from stridecheck.lint.callgraph import walk
 from stridecheck.lint.model import (
     Access,
     Condition,
@@ -148,6 +149,41 @@ def _dotted(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def _name_ids(node: ast.AST) -> tuple[str, ...]:
+    """The ids of the ``Name`` nodes in ``node`` (itself included), in ``ast.walk`` order.
+
+    Kept on the node: the walk asks it of the same expressions many times (the branches a value
+    was made under, the other values its names hold, each inlining of a helper), and the module's
+    tree outlives the walk."""
+    try:
+        return node._stridecheck_names  # type: ignore[attr-defined]
+    except AttributeError:
+        got = tuple(n.id for n in walk(node) if isinstance(n, ast.Name))
+        node._stridecheck_names = got  # type: ignore[attr-defined]
+        return got
+
+
+def _stored_names(func: ast.FunctionDef) -> frozenset[str]:
+    """The names a function assigns anywhere in its body (kept on the node, as :func:`_name_ids`)."""
+    try:
+        return func._stridecheck_stored  # type: ignore[attr-defined]
+    except AttributeError:
+        got = frozenset(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        func._stridecheck_stored = got  # type: ignore[attr-defined]
+        return got
+
+
+def _augmented_names(stmt: ast.stmt) -> tuple[ast.Name, ...]:
+    """The ``Name`` targets of the augmented assignments in ``stmt``, in ``ast.walk`` order (kept
+    on the node, as :func:`_name_ids`: a nested loop's body is read again by each enclosing loop)."""
+    try:
+        return stmt._stridecheck_augmented  # type: ignore[attr-defined]
+    except AttributeError:
+        got = tuple(n.target for n in walk(stmt) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name))
+        stmt._stridecheck_augmented = got  # type: ignore[attr-defined]
+        return got
 
 
 def _statements(body: list[ast.stmt]):
@@ -606,7 +642,7 @@ class _Walker:
     def _alternatives_through(self, target: str, value: ast.expr, v: _Value) -> None:
         """`x_ptrs = x_ptr + pid * stride_xb` where `stride_xb` holds another value on another
         if-arm (64-bit on one, 32-bit on the other): `x_ptrs` holds the matching other values."""
-        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in self.alts and n.id in self.env}
+        names = {n for n in _name_ids(value) if n in self.alts and n in self.env}
         if not names:
             self.alts.pop(target, None)
             self.alt_conds.pop(target, None)
@@ -647,9 +683,9 @@ class _Walker:
         the value would vanish with its arm."""
         out = list(self.conds)
         if node is not None:
-            for n in ast.walk(node):
-                if isinstance(n, ast.Name) and (with_alts or n.id not in self.alts):
-                    out.extend(c for c in self.vconds.get(n.id, ()) if c not in out)
+            for n in _name_ids(node):
+                if with_alts or n not in self.alts:
+                    out.extend(c for c in self.vconds.get(n, ()) if c not in out)
         return tuple(out)
 
     def assign(self, target: ast.expr, value_node: ast.expr, v: _Value) -> None:
@@ -705,11 +741,10 @@ class _Walker:
     def _loop_carried(self, body: list[ast.stmt]) -> None:
         """Names incremented in a loop body hold a loop counter from the first iteration on."""
         for st in body:
-            for n in ast.walk(st):
-                if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-                    cur = self.env.get(n.target.id)
-                    if cur is not None and cur.block is None and _base_summand(cur, self) is None:
-                        self.env[n.target.id] = self._counter(n.target, cur)
+            for target in _augmented_names(st):
+                cur = self.env.get(target.id)
+                if cur is not None and cur.block is None and _base_summand(cur, self) is None:
+                    self.env[target.id] = self._counter(target, cur)
 
     def _loop_variable(self, target: ast.Name, int64: bool) -> _Value:
         """The value of a ``for`` loop's target name: a loop counter of its own."""
@@ -1042,7 +1077,7 @@ class _Walker:
             if isinstance(a, ast.Name) and a.id in self.tests:
                 w.tests[name] = self.tests[a.id]  # a test handed to the helper
         w.vconds = vconds
-        assigned = {n.id for n in ast.walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assigned = _stored_names(helper)
         defaults = dict(zip(names[len(names) - len(helper.args.defaults):], helper.args.defaults))
         for name in names:
             if name in assigned:
@@ -1103,19 +1138,19 @@ class _Walker:
         ps = _params_of(addr)
         if self.alts and ptr_node is not None:
             # The address read with each other value its names hold on another if-arm.
-            for n in ast.walk(ptr_node):
-                if isinstance(n, ast.Name) and n.id in self.alts and n.id in self.env:
-                    saved, saved_vc = self.env[n.id], self.vconds.get(n.id, ())
-                    for i, alt in enumerate(self.alts[n.id]):
-                        self.env[n.id] = alt
-                        self.vconds[n.id] = self._alternative_conds(n.id, i)
+            for n in _name_ids(ptr_node):
+                if n in self.alts and n in self.env:
+                    saved, saved_vc = self.env[n], self.vconds.get(n, ())
+                    for i, alt in enumerate(self.alts[n]):
+                        self.env[n] = alt
+                        self.vconds[n] = self._alternative_conds(n, i)
                         other = self.eval(ptr_node)
                         if other.block is None:
                             self.facts.raws.append(_Raw(kind, other, mask, self.ctx.src.span(node),
                                                         kind != "load", self.helper, in_loop,
                                                         self.conds_of(ptr_node, with_alts=True)))
                             ps |= _params_of(other)
-                    self.env[n.id], self.vconds[n.id] = saved, saved_vc
+                    self.env[n], self.vconds[n] = saved, saved_vc
         self.facts.address |= ps
         self.facts.used |= ps
         if kind == "load":
@@ -1319,7 +1354,8 @@ class _Context:
         return got
 
 
-_CMP_LEFT = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]\n]*\]\s*)?(?:<=?|>=?)(?![<>=])")
+# The look-behind only skips starts inside a word, which match exactly when the word's own start does.
+_CMP_LEFT = re.compile(r"(?<![A-Za-z_])([A-Za-z_]\w*)\s*(?:\[[^\]\n]*\]\s*)?(?:<=?|>=?)(?![<>=])")
 _CMP_RIGHT = re.compile(r"(?<![<>=-])(?:<|>)=?\s*([A-Za-z_]\w*)")
 
 
@@ -1546,11 +1582,18 @@ def refine_kernel(kernel: Kernel, roles: dict[str, ParamKind]) -> Kernel:
     accesses = []
     for a in kernel.accesses:
         terms = [
-            _make_term(_Summand(t.factors, t.span, t.text), kinds, set()) if t.factors else t
+            _make_term(_Summand(t.factors, t.span, t.text), kinds, set()) if _reads_any(t.factors, changed) else t
             for t in a.terms
         ]
         accesses.append(replace(a, terms=terms))
     return replace(kernel, params=params, accesses=accesses)
+
+
+def _reads_any(factors: tuple[_Factor, ...], names) -> bool:
+    """Whether a term's split into index and step may depend on the kinds of ``names``: a term is
+    split (:func:`_make_term`) by the kinds of its factors' parameters only, so one whose factors
+    name none of them splits as it did when it was built."""
+    return any(f.param in names or not f.params.isdisjoint(names) for f in factors)
 
 
 def _bare_kernel(func: ast.FunctionDef, src: SourceText) -> Kernel:

@@ -290,6 +290,7 @@ class Tree:
                 self._bound_launches.append(bl)
         self._refine_roles()
         self._callers: dict[tuple[int, str], list[tuple[ModuleModel, CallSite]]] | None = None
+        self._callers_of_name: dict[str, list[ModuleModel]] | None = None
         self._hosts: dict[str, ModuleModel | None] = {}
         self._bytes: dict[str, bytes] = {}
         self._listings: dict[str, list[str]] = {}
@@ -321,8 +322,8 @@ class Tree:
         else:
             names = {cls} if cls else {name}  # `Cls.apply(...)` reaches `forward`
             wanted = next(iter(names))
-            candidates = [m for m in self.models if wanted in m.called and (
-                m is model or self._imports(m, wanted) or self._imports_inside(m, wanted))]
+            candidates = [m for m in self._calling(wanted)
+                          if m is model or self._imports(m, wanted) or self._imports_inside(m, wanted)]
             candidates.extend(self._nearby(model, names))
         got = []
         for cm in candidates:
@@ -333,6 +334,17 @@ class Tree:
                     got.append((cm, site))
         self._callers[key] = got
         return got
+
+    def _calling(self, name: str) -> list[ModuleModel]:
+        """The models of the tree that call ``name`` (in ``called``), in tree order: an index built
+        on first use, instead of a scan of every model for each function whose callers are asked."""
+        if self._callers_of_name is None:
+            index: dict[str, list[ModuleModel]] = defaultdict(list)
+            for m in self.models:
+                for called in m.called:
+                    index[called].append(m)
+            self._callers_of_name = dict(index)
+        return self._callers_of_name.get(name, [])
 
     def use_elsewhere(self, model: ModuleModel, name: str) -> tuple[str, str, int] | None:
         """Where ``model``'s package names ``name`` other than where it is defined: ("use", path,
