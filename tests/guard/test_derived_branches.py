@@ -93,17 +93,12 @@ def test_an_equality_test_on_a_constexpr_decides_the_branch():
     assert "`row * g_stride`" in refusal(act_reads[(2,)], x, 4, x, 0, y, 4, ACT="gated", BLOCK=4)
 
 
-@triton.autotune(configs=[triton.Config({"HAS_SHIFT": False, "BLOCK": 4})], key=["n"])
-@triton.jit
-def _modulate_tuned(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
-                    HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n
-    y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)
-    if HAS_SHIFT:
-        y += tl.load(shift_ptr + row * shift_stride + offs, mask=mask)
-    tl.store(y_ptr + row * x_stride + offs, y, mask=mask)
+# `_modulate` under three launch-value sources (the wrappers share its jit function, as stacked
+# decorators do): an autotuner's config, a heuristic, and two stacked heuristics.
+_modulate_tuned = triton.autotune(configs=[triton.Config({"HAS_SHIFT": False, "BLOCK": 4})], key=["n"])(_modulate)
+_modulate_heuristic = triton.heuristics({"HAS_SHIFT": lambda args: args["shift_stride"] != 0})(_modulate)
+_modulate_two_heuristics = triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})(
+    triton.heuristics({"HAS_SHIFT": lambda args: args["shift_stride"] != 0})(_modulate))
 
 
 def test_the_autotuners_config_decides_a_branch():
@@ -114,19 +109,6 @@ def test_the_autotuners_config_decides_a_branch():
     k[(3,)](x, x.stride(0), scale, scale.stride(0), scale, 0, y, 4)  # HAS_SHIFT from the config
     assert torch.equal(y, x * scale)
     assert "`row * scale_stride`" in refusal(k[(3,)], x, x.stride(0), scale, 3, scale, 0, y, 4)
-
-
-@triton.heuristics({"HAS_SHIFT": lambda args: args["shift_stride"] != 0})
-@triton.jit
-def _modulate_heuristic(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
-                        HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n
-    y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)
-    if HAS_SHIFT:
-        y += tl.load(shift_ptr + row * shift_stride + offs, mask=mask)
-    tl.store(y_ptr + row * x_stride + offs, y, mask=mask)
 
 
 def test_a_heuristic_decides_a_branch():
@@ -151,20 +133,6 @@ def test_a_heuristic_decides_a_branch():
     # strided shift and a non-zero stride still compiles the branch in, and is refused.
     assert "`row * shift_stride`" in refusal(k[(3,)], x, x.stride(0), scale, scale.stride(0), shift, 4, y, 4,
                                              HAS_SHIFT=False, BLOCK=4)
-
-
-@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
-@triton.heuristics({"HAS_SHIFT": lambda args: args["shift_stride"] != 0})
-@triton.jit
-def _modulate_two_heuristics(x_ptr, x_stride, scale_ptr, scale_stride, shift_ptr, shift_stride, y_ptr, n,
-                             HAS_SHIFT: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n
-    y = tl.load(x_ptr + row * x_stride + offs, mask=mask) * tl.load(scale_ptr + row * scale_stride + offs, mask=mask)
-    if HAS_SHIFT:
-        y += tl.load(shift_ptr + row * shift_stride + offs, mask=mask)
-    tl.store(y_ptr + row * x_stride + offs, y, mask=mask)
 
 
 def test_stacked_heuristics_key_the_table():
