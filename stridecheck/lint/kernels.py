@@ -151,39 +151,34 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _name_ids(node: ast.AST) -> tuple[str, ...]:
-    """The ids of the ``Name`` nodes in ``node`` (itself included), in ``ast.walk`` order.
-
-    Kept on the node: the walk asks it of the same expressions many times (the branches a value
-    was made under, the other values its names hold, each inlining of a helper), and the module's
-    tree outlives the walk."""
+def _kept(node: ast.AST, attr: str, compute):
+    """``compute(node)``, computed once and kept on the node under ``attr``: the walk asks the same
+    questions of the same nodes many times (the branches a value was made under, the other values
+    its names hold, each inlining of a helper, each enclosing loop), and the module's tree
+    outlives the walk."""
     try:
-        return node._stridecheck_names  # type: ignore[attr-defined]
+        return getattr(node, attr)
     except AttributeError:
-        got = tuple(n.id for n in walk(node) if isinstance(n, ast.Name))
-        node._stridecheck_names = got  # type: ignore[attr-defined]
+        got = compute(node)
+        setattr(node, attr, got)
         return got
+
+
+def _name_ids(node: ast.AST) -> tuple[str, ...]:
+    """The ids of the ``Name`` nodes in ``node`` (itself included), in ``ast.walk`` order."""
+    return _kept(node, "_stridecheck_names", lambda n: tuple(x.id for x in walk(n) if isinstance(x, ast.Name)))
 
 
 def _stored_names(func: ast.FunctionDef) -> frozenset[str]:
-    """The names a function assigns anywhere in its body (kept on the node, as :func:`_name_ids`)."""
-    try:
-        return func._stridecheck_stored  # type: ignore[attr-defined]
-    except AttributeError:
-        got = frozenset(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-        func._stridecheck_stored = got  # type: ignore[attr-defined]
-        return got
+    """The names a function assigns anywhere in its body."""
+    return _kept(func, "_stridecheck_stored", lambda n: frozenset(
+        x.id for x in walk(n) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)))
 
 
 def _augmented_names(stmt: ast.stmt) -> tuple[ast.Name, ...]:
-    """The ``Name`` targets of the augmented assignments in ``stmt``, in ``ast.walk`` order (kept
-    on the node, as :func:`_name_ids`: a nested loop's body is read again by each enclosing loop)."""
-    try:
-        return stmt._stridecheck_augmented  # type: ignore[attr-defined]
-    except AttributeError:
-        got = tuple(n.target for n in walk(stmt) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name))
-        stmt._stridecheck_augmented = got  # type: ignore[attr-defined]
-        return got
+    """The ``Name`` targets of the augmented assignments in ``stmt``, in ``ast.walk`` order."""
+    return _kept(stmt, "_stridecheck_augmented", lambda n: tuple(
+        x.target for x in walk(n) if isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Name)))
 
 
 def _statements(body: list[ast.stmt]):
