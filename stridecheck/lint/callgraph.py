@@ -502,19 +502,6 @@ def _true_only_if_contiguous(fn) -> set[str]:
     assigned = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     found: set[str] = set()
 
-    def tested(node, negated: bool) -> None:
-        # `p.is_contiguous()` that must be true: reached through `not` (negated) in a failing test
-        # or plainly in a holding one.
-        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            node, negated = node.operand, not negated
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or if negated else ast.And):
-            for v in node.values:
-                tested(v, negated)
-        elif (not negated and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "is_contiguous" and not node.args and not node.keywords
-              and isinstance(node.func.value, ast.Name)):
-            found.add(node.func.value.id)
-
     def fails(body) -> bool:
         return len(body) == 1 and (isinstance(body[0], ast.Raise) or (
             isinstance(body[0], ast.Return) and (body[0].value is None or (
@@ -522,12 +509,12 @@ def _true_only_if_contiguous(fn) -> set[str]:
 
     for stmt in fn.body:
         if isinstance(stmt, ast.If) and not stmt.orelse and fails(stmt.body):
-            tested(stmt.test, True)
+            found |= _contiguous_tests(stmt.test, False)
         elif isinstance(stmt, ast.Assert):
-            tested(stmt.test, False)
+            found |= _contiguous_tests(stmt.test, True)
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
-                tested(stmt.value, False)
+                found |= _contiguous_tests(stmt.value, True)
             break
         elif not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Pass, ast.Delete)):
             break
