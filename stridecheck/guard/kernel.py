@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 
 from stridecheck.guard.check import MISSING, DerivedReporter, check_launch
 from stridecheck.guard.spec import StrideGuardError
@@ -165,6 +166,46 @@ def _full_check(contract, configs, heuristics):
 # ----------------------------------------------------------------------------- generated code
 
 
+@functools.cache
+def _tensor_guards():
+    """``build(*tensors)``: a function that tells, in one C++ call, whether the tensors it is
+    given have the type, dispatch keys, dtype, device, ``requires_grad``, sizes and strides of
+    ``tensors`` (torch's ``torch._C._dynamo.guards.TensorGuards``, with which torch.compile checks
+    the inputs of a compiled graph; it keeps no reference to the tensors). Such tensors have the
+    layout the verdict was given for. None where this torch lacks it, where it does not answer
+    as expected on a probe, or where ``STRIDECHECK_GUARD_TENSOR_GUARDS=0``: then the key read in
+    Python serves alone."""
+    if os.environ.get("STRIDECHECK_GUARD_TENSOR_GUARDS", "1") == "0":
+        return None
+    try:
+        import torch
+        from torch._C._dynamo.guards import TensorGuards
+
+        def build(*tensors):
+            for t in tensors:
+                if not isinstance(t, torch.Tensor):
+                    raise TypeError("not a tensor")
+            return TensorGuards(
+                *tensors,
+                dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                dynamic_dims_strides=[list(t.stride()) for t in tensors],
+            ).check
+
+        a = torch.zeros(2, 3)
+        same = build(a, a)
+        probes = (
+            same(a, torch.zeros(2, 3)) is True,
+            same(a, torch.zeros(3, 2).t()) is False,  # the strides
+            same(a, torch.zeros(2, 4)[:, :3]) is False,  # one stride, the same shape
+            same(a, torch.zeros(2, 3, dtype=torch.float64)) is False,
+            same(a, torch.zeros(2, 3, device="meta")) is False,
+        )
+        return build if all(probes) else None
+    except Exception:  # noqa: BLE001 - a torch without it, or with another constructor
+        return None
+
+
+
 def _signature(pyfn, ns: dict) -> str:
     """The kernel's parameter list, every parameter optional (a launch may leave constexprs to
     the autotuner): a missing one is :data:`MISSING`."""
@@ -182,9 +223,9 @@ def _signature(pyfn, ns: dict) -> str:
     return ", ".join(out)
 
 
-def _key_parts(contract) -> tuple[list[str], list[str], list[str]]:
+def _key_parts(contract) -> tuple[list[str], list[str], list[str], list[str]]:
     """(statements reading the tensors when every one is there, the same allowing for ``None``
-    or missing ones, elements of the key tuple)."""
+    or missing ones, elements of the key tuple, those of them that read no tensor)."""
     reads = contract.reads()
     pointers = {p.name: p for p in contract.pointers}
     multi = len(pointers) > 1
@@ -223,6 +264,7 @@ def _key_parts(contract) -> tuple[list[str], list[str], list[str]]:
     if multi and len(devices) > 1:
         # Which devices, as read above: keying on them costs less than comparing them.
         parts += devices
+    others = []
     for name in reads:
         if name in pointers:
             continue
@@ -231,10 +273,10 @@ def _key_parts(contract) -> tuple[list[str], list[str], list[str]]:
             name in t.names or t.bound == name for p in contract.pointers for a in p.accesses for t in a.terms
         )
         if conds and not used_otherwise and all(c.test == "none" for c in conds):
-            parts.append(f"{name} is None")  # a tensor whose presence decides a branch
+            others.append(f"{name} is None")  # a tensor whose presence decides a branch
         else:
-            parts.append(name)
-    return fast, guarded, parts
+            others.append(name)
+    return fast, guarded, parts + others, others
 
 
 def _quick_lines(contract, ns: dict) -> list[str]:
@@ -324,14 +366,37 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
     if not contract.pointers:
         src = f"def _sg_check({sig}):\n    return None\n"
         return _compile(src, ns, "_sg_check", contract.func_name), src
-    fast, guarded, parts = _key_parts(contract)
+    fast, guarded, parts, others = _key_parts(contract)
     # A heuristic's value is a function of any of the arguments, which the key may not hold: the
     # key holds the values themselves, computed as Triton does at each launch (from the arguments
     # the launch passes, by name), in the heuristics' order.
     read = set(contract.reads())
     used = [(n, f) for n, f in heuristics.items() if n in read]
     quick = _quick_lines(contract, ns)
-    body = ["    try:", "        try:"]
+    body = []
+    # The tensors' layouts compared in one C++ call against the last layout seen with the same
+    # other values (see _tensor_guards): a repeated launch skips reading each tensor's metadata
+    # into a key in Python. Not for descriptors (their shape and strides are Python lists) nor
+    # heuristics (their values may read anything).
+    pointer_names = {p.name for p in contract.pointers}
+    tensors = [n for n in contract.reads() if n in pointer_names]
+    tg = _tensor_guards() if tensors and not used and not any(p.descriptor for p in contract.pointers) else None
+    if tg is not None:
+        ns["_sg_tg"] = tg
+        ns["_sg_fast"] = {}
+        other_key = "(" + "".join(f"{x}, " for x in others) + ")"
+        listed = ", ".join(tensors)
+        body += [
+            "    try:",
+            f"        _sg_e = _sg_fast.get({other_key})",
+            f"        _sg_e = _sg_e[1] if _sg_e is not None and _sg_e[0]({listed}) else _sg_M",
+            "    except Exception:",
+            "        _sg_e = _sg_M",
+            "    if _sg_e is not _sg_M:",
+            f"        if _sg_e: _sg_report(_sg_e, {every})",
+            "        return None",
+        ]
+    body += ["    try:", "        try:"]
     body += ["            " + x for x in fast]
     body += ["        except Exception:"]  # a None (or missing) tensor: read what is there
     body += ["            " + x for x in guarded]
@@ -361,12 +426,20 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         "        if _sg_k is not None:",
         "            if _sg_len(_sg_table) >= _sg_size: _sg_table.clear()",
         "            _sg_table[_sg_k] = _sg_v",
-        "    if _sg_v:",
-        f"        _sg_report(_sg_v, {every})",
     ]
+    if tg is not None:
+        body += [
+            "            try:",
+            "                if _sg_len(_sg_fast) >= _sg_size: _sg_fast.clear()",
+            f"                _sg_fast[{other_key}] = (_sg_tg({listed}), _sg_v)",
+            "            except Exception:",  # a None or missing tensor: the key above serves
+            "                pass",
+        ]
+    body += ["    if _sg_v:", f"        _sg_report(_sg_v, {every})"]
     src = "\n".join([f"def _sg_check({sig}):", *body, ""])
     check = _compile(src, ns, "_sg_check", contract.func_name)
     check.__stride_guard_table__ = ns["_sg_table"]
+    check.__stride_guard_fast__ = ns.get("_sg_fast")
     check.__stride_guard_full__ = ns["_sg_full"]
     _provide_standin(check, contract, reporter, ns)
     return check, src

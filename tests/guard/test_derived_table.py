@@ -128,3 +128,65 @@ def test_the_guarded_launch_and_check_launch_agree(launch):
     want = expected[0].message if expected else None
     assert _verdict(guarded, args, kwargs) == want  # a new signature
     assert _verdict(guarded, args, kwargs) == want  # the same, from the table
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_launches(), st.data())
+def test_a_second_layout_with_the_same_values_gets_its_own_verdict(launch, data):
+    # The repeated-launch path compares the tensors against the last layout seen with the same
+    # other values: a different layout (other tensors, same scalars) must never take its verdict.
+    guarded, args, kwargs = launch
+    pointers = {p.name for p in guarded.contract.pointers}
+    _verdict(guarded, args, kwargs)
+    other = list(args)
+    for i, p in enumerate(guarded.contract.params[: len(args)]):
+        if p in pointers and args[i] is not None:
+            nd = args[i].dim()
+            other[i] = data.draw(st.one_of(any_layout(nd), packed_layout(tuple(args[i].shape))))
+    expected = check_launch(guarded.contract, _values(guarded.contract, other, kwargs))
+    assert _verdict(guarded, other, kwargs) == (expected[0].message if expected else None)
+
+
+def test_a_repeated_layout_is_compared_in_one_call_and_keeps_no_tensor():
+    import gc
+    import weakref
+
+    from stridecheck.guard.kernel import _tensor_guards
+
+    if _tensor_guards() is None:
+        pytest.skip("this torch has no torch._C._dynamo.guards.TensorGuards: the Python key serves alone")
+    guarded, calls = _counting(_copy_rows)
+    x, out = torch.randn(5, 30), torch.empty(5, 30)
+    guarded._check(out, 30, x, 30, 30, BLOCK=32)
+    table = guarded._check.__stride_guard_table__
+    fast = guarded._check.__stride_guard_fast__
+    assert len(fast) == 1 and len(table) == 1
+    before = len(calls)
+    table.clear()  # from here on, an answer can only come from the comparison
+    # New tensor objects of the same layout: answered without the key or check_launch.
+    guarded._check(torch.empty(5, 30), 30, torch.randn(5, 30), 30, 30, BLOCK=32)
+    assert len(calls) == before and not table
+    # Another layout with the same scalars: not answered by the comparison (refused, correctly).
+    with pytest.raises(StrideGuardError):
+        guarded._check(out, 30, torch.randn(5, 40)[:, :30], 30, 30, BLOCK=32)
+    assert len(calls) == before + 1 and len(table) == 1
+    ref = weakref.ref(x)
+    del x
+    gc.collect()
+    assert ref() is None  # the comparison holds metadata, not the tensors
+
+
+def test_the_comparison_can_be_switched_off(monkeypatch):
+    from stridecheck.guard.kernel import _tensor_guards
+
+    monkeypatch.setenv("STRIDECHECK_GUARD_TENSOR_GUARDS", "0")
+    _tensor_guards.cache_clear()
+    try:
+        guarded = stride_guard(_copy_rows)
+        x = torch.randn(5, 30)
+        guarded._check(x, 30, x, 30, 30, BLOCK=32)
+        assert guarded._check.__stride_guard_fast__ is None
+        assert len(guarded._check.__stride_guard_table__) == 1
+    finally:
+        monkeypatch.delenv("STRIDECHECK_GUARD_TENSOR_GUARDS")
+        _tensor_guards.cache_clear()
