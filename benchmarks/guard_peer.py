@@ -266,6 +266,7 @@ def bench(args) -> dict:
                 return guarded[grid](*a, **kw)  # noqa: B023
 
             table = guarded._check.__stride_guard_table__
+            fast = getattr(guarded._check, "__stride_guard_fast__", None)
             try:
                 for _ in range(3):
                     plain_launch(*a, **kw)
@@ -288,6 +289,8 @@ def bench(args) -> dict:
                 for _ in range(number):
                     if new:
                         table.clear()
+                        if fast is not None:
+                            fast.clear()
                     guarded._check(*a, **kw)
                 return (time.perf_counter() - t) / number * 1e6
 

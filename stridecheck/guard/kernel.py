@@ -36,6 +36,8 @@ from stridecheck.guard.spec_check import BUILTINS, _compile, _Flag, overlaps
 # Verdicts kept per kernel; past it the table starts over (a process that keeps making new
 # layouts pays the straight-line test again, never unbounded memory).
 TABLE_SIZE = 4096
+# Layouts compared in C++ per set of the launch's other values (see generate_derived_check).
+FAST_PER_KEY = 4
 
 
 def is_triton_kernel(obj) -> bool:
@@ -374,10 +376,12 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
     used = [(n, f) for n, f in heuristics.items() if n in read]
     quick = _quick_lines(contract, ns)
     body = []
-    # The tensors' layouts compared in one C++ call against the last layout seen with the same
-    # other values (see _tensor_guards): a repeated launch skips reading each tensor's metadata
-    # into a key in Python. Not for descriptors (their shape and strides are Python lists) nor
-    # heuristics (their values may read anything).
+    # A layout seen twice is compared from then on in one C++ call (see _tensor_guards) against
+    # the layouts kept for the launch's other values, skipping the Python reads of the key. Kept
+    # at its second sighting (building the comparison costs more than the key: a layout seen
+    # once pays nothing for it), at most FAST_PER_KEY per values and never replaced, so layouts
+    # that take turns never rebuild. Not for descriptors (their shape and strides are Python
+    # lists) nor heuristics (their values may read anything).
     pointer_names = {p.name for p in contract.pointers}
     tensors = [n for n in contract.reads() if n in pointer_names]
     tg = _tensor_guards() if tensors and not used and not any(p.descriptor for p in contract.pointers) else None
@@ -386,12 +390,16 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         ns["_sg_fast"] = {}
         other_key = "(" + "".join(f"{x}, " for x in others) + ")"
         listed = ", ".join(tensors)
+        ns["_sg_per_key"] = FAST_PER_KEY
         body += [
+            "    _sg_e = _sg_M",
             "    try:",
-            f"        _sg_e = _sg_fast.get({other_key})",
-            f"        _sg_e = _sg_e[1] if _sg_e is not None and _sg_e[0]({listed}) else _sg_M",
+            f"        for _sg_g, _sg_w in _sg_fast.get({other_key}, ()):",
+            f"            if _sg_g({listed}):",
+            "                _sg_e = _sg_w",
+            "                break",
             "    except Exception:",
-            "        _sg_e = _sg_M",
+            "        pass",
             "    if _sg_e is not _sg_M:",
             f"        if _sg_e: _sg_report(_sg_e, {every})",
             "        return None",
@@ -429,11 +437,15 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
     ]
     if tg is not None:
         body += [
-            "            try:",
+            "    else:",
+            "        try:",
+            f"            _sg_l = _sg_fast.get({other_key})",
+            "            if _sg_l is None:",
             "                if _sg_len(_sg_fast) >= _sg_size: _sg_fast.clear()",
-            f"                _sg_fast[{other_key}] = (_sg_tg({listed}), _sg_v)",
-            "            except Exception:",  # a None or missing tensor: the key above serves
-            "                pass",
+            f"                _sg_l = _sg_fast[{other_key}] = []",
+            f"            if _sg_len(_sg_l) < _sg_per_key: _sg_l.append((_sg_tg({listed}), _sg_v))",
+            "        except Exception:",  # a None or missing tensor: the key serves
+            "            pass",
         ]
     body += ["    if _sg_v:", f"        _sg_report(_sg_v, {every})"]
     src = "\n".join([f"def _sg_check({sig}):", *body, ""])

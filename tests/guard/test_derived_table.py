@@ -148,6 +148,8 @@ def test_a_second_layout_with_the_same_values_gets_its_own_verdict(launch, data)
 
 
 def test_a_repeated_layout_is_compared_in_one_call_and_keeps_no_tensor():
+    # torch's TensorGuards compares type, dispatch keys, dtype, device, requires_grad, sizes
+    # and strides, in C++, against a layout kept at its second sighting.
     import gc
     import weakref
 
@@ -160,7 +162,9 @@ def test_a_repeated_layout_is_compared_in_one_call_and_keeps_no_tensor():
     guarded._check(out, 30, x, 30, 30, BLOCK=32)
     table = guarded._check.__stride_guard_table__
     fast = guarded._check.__stride_guard_fast__
-    assert len(fast) == 1 and len(table) == 1
+    assert not fast and len(table) == 1  # seen once: the key alone (building a comparison costs more)
+    guarded._check(out, 30, x, 30, 30, BLOCK=32)
+    assert [len(v) for v in fast.values()] == [1]  # seen twice: kept for the comparison
     before = len(calls)
     table.clear()  # from here on, an answer can only come from the comparison
     # New tensor objects of the same layout: answered without the key or check_launch.
@@ -190,3 +194,22 @@ def test_the_comparison_can_be_switched_off(monkeypatch):
     finally:
         monkeypatch.delenv("STRIDECHECK_GUARD_TENSOR_GUARDS")
         _tensor_guards.cache_clear()
+
+
+def test_layouts_that_take_turns_are_kept_up_to_a_bound_and_never_rebuilt():
+    from stridecheck.guard.kernel import FAST_PER_KEY, _tensor_guards
+
+    if _tensor_guards() is None:
+        pytest.skip("this torch has no torch._C._dynamo.guards.TensorGuards")
+    guarded = stride_guard(_copy_rows)
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+    xs = [torch.zeros(4, 8, dtype=d) for d in dtypes]
+    for _ in range(3):
+        for x in xs:
+            guarded._check(x, 8, x, 8, 8, BLOCK=8)
+    (kept,) = guarded._check.__stride_guard_fast__.values()  # one set of other values
+    assert len(kept) == FAST_PER_KEY
+    first = list(kept)
+    for x in xs:
+        guarded._check(x, 8, x, 8, 8, BLOCK=8)
+    assert kept == first  # the first layouts stay; the others are answered by the key
