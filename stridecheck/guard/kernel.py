@@ -38,6 +38,8 @@ from stridecheck.guard.spec_check import BUILTINS, _compile, _Flag, overlaps
 TABLE_SIZE = 4096
 # Layouts compared in C++ per set of the launch's other values (see generate_derived_check).
 FAST_PER_KEY = 4
+# Launchers kept per kernel for grids given as tuples (GuardedKernel.__getitem__).
+LAUNCHERS_KEPT = 256
 
 
 def is_triton_kernel(obj) -> bool:
@@ -76,19 +78,34 @@ class GuardedKernel:
         self.contract = contract
         self._check = check
         self._source = source
+        self._launchers = {}
         functools.update_wrapper(self, python_function(kernel), updated=())
 
     def __getitem__(self, grid):
+        # A grid given as a tuple (of ints, almost always) finds its launcher again: building one
+        # costs more than the lookup (attribute reads here go through __getattr__'s slot). Other
+        # grids (a function, often a new one per call, perhaps holding tensors) are not kept.
+        launchers = self._launchers
+        if type(grid) is tuple:
+            try:
+                return launchers[grid]
+            except (KeyError, TypeError):
+                pass
         check, kernel = self._check, self.kernel
 
         # What triton's own `kernel[grid]` returns, with the check in front (a closure: the
-        # cheapest callable to build and to call, once per launch). The launch itself stays
-        # spelled `kernel[grid](...)`: that is the form torch.compile recognises as a Triton
-        # launch (calling `kernel.run` would make dynamo trace into Triton's launcher).
+        # cheapest callable to build and to call). The launch itself stays spelled
+        # `kernel[grid](...)`: that is the form torch.compile recognises as a Triton launch
+        # (calling `kernel.run` would make dynamo trace into Triton's launcher).
         def launch(*args, **kwargs):
             check(*args, **kwargs)
             return kernel[grid](*args, **kwargs)
 
+        if type(grid) is tuple and len(launchers) < LAUNCHERS_KEPT:
+            try:
+                launchers[grid] = launch
+            except TypeError:  # an unhashable element
+                pass
         return launch
 
     def run(self, *args, **kwargs):
@@ -436,16 +453,22 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         "            _sg_table[_sg_k] = _sg_v",
     ]
     if tg is not None:
+        # Only when every tensor is there (a None or missing one reads as None in the key). A
+        # launch whose comparison cannot be built (an argument that is no torch.Tensor) marks its
+        # values so: raising and catching at every launch would cost more than the key.
+        present = " and ".join(f"_sg_s{i} is not None" for i in range(len(tensors)))
+        ns["_sg_never"] = ()
         body += [
-            "    else:",
-            "        try:",
-            f"            _sg_l = _sg_fast.get({other_key})",
-            "            if _sg_l is None:",
-            "                if _sg_len(_sg_fast) >= _sg_size: _sg_fast.clear()",
-            f"                _sg_l = _sg_fast[{other_key}] = []",
-            f"            if _sg_len(_sg_l) < _sg_per_key: _sg_l.append((_sg_tg({listed}), _sg_v))",
-            "        except Exception:",  # a None or missing tensor: the key serves
-            "            pass",
+            f"    elif {present}:",
+            f"        _sg_l = _sg_fast.get({other_key})",
+            "        if _sg_l is None:",
+            "            if _sg_len(_sg_fast) >= _sg_size: _sg_fast.clear()",
+            f"            _sg_l = _sg_fast[{other_key}] = []",
+            "        if _sg_l is not _sg_never and _sg_len(_sg_l) < _sg_per_key:",
+            "            try:",
+            f"                _sg_l.append((_sg_tg({listed}), _sg_v))",
+            "            except Exception:",
+            f"                _sg_fast[{other_key}] = _sg_never",
         ]
     body += ["    if _sg_v:", f"        _sg_report(_sg_v, {every})"]
     src = "\n".join([f"def _sg_check({sig}):", *body, ""])

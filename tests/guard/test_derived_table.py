@@ -213,3 +213,11 @@ def test_layouts_that_take_turns_are_kept_up_to_a_bound_and_never_rebuilt():
     for x in xs:
         guarded._check(x, 8, x, 8, 8, BLOCK=8)
     assert kept == first  # the first layouts stay; the others are answered by the key
+
+
+def test_a_launch_with_a_none_tensor_keeps_no_comparison():
+    guarded = stride_guard(_copy_rows)
+    x = torch.randn(4, 8)
+    verdicts = {_verdict(guarded, [None, 8, x, 8, 8], {"BLOCK": 8}) for _ in range(3)}
+    assert len(verdicts) == 1
+    assert not any(guarded._check.__stride_guard_fast__ or {})
