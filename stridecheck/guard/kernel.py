@@ -191,8 +191,9 @@ def _tensor_guards():
     given have the type, dispatch keys, dtype, device, ``requires_grad``, sizes and strides of
     ``tensors`` (torch's ``torch._C._dynamo.guards.TensorGuards``, with which torch.compile checks
     the inputs of a compiled graph; it keeps no reference to the tensors). Such tensors have the
-    layout the verdict was given for. None where this torch lacks it, where it does not answer
-    as expected on a probe, or where ``STRIDECHECK_GUARD_TENSOR_GUARDS=0``: then the key read in
+    layout the verdict was given for. ``build.stand_in(x, i)`` is what a None or missing argument
+    at position ``i`` is compared as. None where this torch lacks it, where it does not answer as
+    expected on a probe, or where ``STRIDECHECK_GUARD_TENSOR_GUARDS=0``: then the key read in
     Python serves alone."""
     if os.environ.get("STRIDECHECK_GUARD_TENSOR_GUARDS", "1") == "0":
         return None
@@ -200,24 +201,46 @@ def _tensor_guards():
         import torch
         from torch._C._dynamo.guards import TensorGuards
 
-        def build(*tensors):
+        # A None or missing tensor argument stands in as an empty `meta` tensor (no launch passes
+        # one), one per position: the comparison fails wherever one object comes twice (it
+        # expects distinct inputs), so a launch passing one tensor for two pointers is never kept.
+        nones: list = []
+        missings: list = []
+
+        def stand_in(x, i):
+            if x is None or x is MISSING:
+                kept = nones if x is None else missings
+                while len(kept) <= i:
+                    kept.append(torch.empty(0 if x is None else 1, device="meta"))
+                return kept[i]
+            return x
+
+        def build(*args):
+            tensors = [stand_in(x, i) for i, x in enumerate(args)]
             for t in tensors:
                 if not isinstance(t, torch.Tensor):
                     raise TypeError("not a tensor")
+            if len({id(t) for t in tensors}) < len(tensors):
+                return None
             return TensorGuards(
                 *tensors,
                 dynamic_dims_sizes=[list(t.shape) for t in tensors],
                 dynamic_dims_strides=[list(t.stride()) for t in tensors],
             ).check
 
-        a = torch.zeros(2, 3)
-        same = build(a, a)
+        build.stand_in = stand_in
+        a, b = torch.zeros(2, 3), torch.zeros(2, 3)
+        same = build(a, b)
         probes = (
             same(a, torch.zeros(2, 3)) is True,
             same(a, torch.zeros(3, 2).t()) is False,  # the strides
             same(a, torch.zeros(2, 4)[:, :3]) is False,  # one stride, the same shape
             same(a, torch.zeros(2, 3, dtype=torch.float64)) is False,
             same(a, torch.zeros(2, 3, device="meta")) is False,
+            same(a, None) is False,
+            build(a, b, a) is None,
+            build(a, None, None)(a, stand_in(None, 1), stand_in(None, 2)) is True,
+            build(a, None)(a, stand_in(MISSING, 1)) is False,
         )
         return build if all(probes) else None
     except Exception:  # noqa: BLE001 - a torch without it, or with another constructor
@@ -407,14 +430,26 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         ns["_sg_fast"] = {}
         other_key = "(" + "".join(f"{x}, " for x in others) + ")"
         listed = ", ".join(tensors)
+        absent = " or ".join(f"{t} is None or {t} is _sg_M" for t in tensors)
+        stood = ", ".join(f"_sg_sub({t}, {i})" for i, t in enumerate(tensors))
+        ns["_sg_sub"] = tg.stand_in
         ns["_sg_per_key"] = FAST_PER_KEY
         body += [
             "    _sg_e = _sg_M",
             "    try:",
-            f"        for _sg_g, _sg_w in _sg_fast.get({other_key}, ()):",
+            f"        _sg_l = _sg_fast.get({other_key}, ())",
+            "        for _sg_g, _sg_w in _sg_l:",
             f"            if _sg_g({listed}):",
             "                _sg_e = _sg_w",
             "                break",
+            # Only where a tensor is None or missing (it never matches as itself): its stand-in.
+            f"        else:",
+            f"            if _sg_l and ({absent}):",
+            f"                _sg_a = ({stood},)",
+            "                for _sg_g, _sg_w in _sg_l:",
+            "                    if _sg_g(*_sg_a):",
+            "                        _sg_e = _sg_w",
+            "                        break",
             "    except Exception:",
             "        pass",
             "    if _sg_e is not _sg_M:",
@@ -453,20 +488,19 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         "            _sg_table[_sg_k] = _sg_v",
     ]
     if tg is not None:
-        # Only when every tensor is there (a None or missing one reads as None in the key). A
-        # launch whose comparison cannot be built (an argument that is no torch.Tensor) marks its
-        # values so: raising and catching at every launch would cost more than the key.
-        present = " and ".join(f"_sg_s{i} is not None" for i in range(len(tensors)))
+        # A launch whose comparison cannot be built (an argument that is no torch.Tensor) marks
+        # its values so: raising and catching at every launch would cost more than the key.
         ns["_sg_never"] = ()
         body += [
-            f"    elif {present}:",
+            "    else:",
             f"        _sg_l = _sg_fast.get({other_key})",
             "        if _sg_l is None:",
             "            if _sg_len(_sg_fast) >= _sg_size: _sg_fast.clear()",
             f"            _sg_l = _sg_fast[{other_key}] = []",
             "        if _sg_l is not _sg_never and _sg_len(_sg_l) < _sg_per_key:",
             "            try:",
-            f"                _sg_l.append((_sg_tg({listed}), _sg_v))",
+            f"                _sg_g = _sg_tg({listed})",
+            "                if _sg_g is not None: _sg_l.append((_sg_g, _sg_v))",
             "            except Exception:",
             f"                _sg_fast[{other_key}] = _sg_never",
         ]
