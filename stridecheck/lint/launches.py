@@ -71,7 +71,7 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 
-from stridecheck.lint.callgraph import public_entry, strided_subscript
+from stridecheck.lint.callgraph import public_entry, strided_subscript, walk
 from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck, product_key, value_key
 
 __all__ = ["LaunchInfo", "collect", "dotted"]
@@ -843,6 +843,7 @@ def _suite_length(fn, src: _Source) -> int:
 class _Collector:
     def __init__(self, source: str, module_name: str | None, is_package: bool, tree: ast.Module | None = None):
         self.src = _Source(source, tree)
+        self._tests_contiguity = "is_contiguous" in source  # else no function binds a flag
         self.module_name = module_name
         self.is_package = is_package
         self.info = LaunchInfo()
@@ -1017,7 +1018,7 @@ class _Collector:
         params = _param_names(fn)
         self._params = frozenset(params)
         self._tensor_names = self.tensor_names(fn)
-        self._flags = _contiguity_flags(fn)
+        self._flags = _contiguity_flags(fn) if self._tests_contiguity else {}
         if any("contiguous" in d.lower() or d == "input_guard" for d in decorators):
             # A decorator that makes every tensor argument contiguous (`@input_guard`,
             # `@ensure_contiguous`): the parameters are contiguous at entry, except those it is
@@ -2408,12 +2409,19 @@ def _contiguity_flags(fn) -> dict:
     """Local names ``fn`` binds once, to a test that reads ``t.is_contiguous()`` of tensors it
     does not rebind later: ``needs_tmp = not out.is_contiguous() or out.dtype != dt``. A branch on
     the name is a branch on the test."""
+    try:
+        return fn._stridecheck_flags  # the passes over a module visit each function several times
+    except AttributeError:
+        pass
+    nodes = walk(fn)
+    fn._stridecheck_flags = out = {}
+    if not any(isinstance(n, ast.Attribute) and n.attr == "is_contiguous" for n in nodes):
+        return out
     stores: dict[str, list[int]] = {}
-    for n in ast.walk(fn):
+    for n in nodes:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores.setdefault(n.id, []).append(n.lineno)
-    out = {}
-    for n in ast.walk(fn):
+    for n in nodes:
         if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
                 and len(stores.get(n.targets[0].id, ())) == 1):
             continue
