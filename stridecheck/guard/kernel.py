@@ -191,8 +191,7 @@ def _tensor_guards():
     given have the type, dispatch keys, dtype, device, ``requires_grad``, sizes and strides of
     ``tensors`` (torch's ``torch._C._dynamo.guards.TensorGuards``, with which torch.compile checks
     the inputs of a compiled graph; it keeps no reference to the tensors). Such tensors have the
-    layout the verdict was given for. ``build.stand_in(x, i)`` is what a None or missing argument
-    at position ``i`` is compared as. None where this torch lacks it, where it does not answer as
+    layout the verdict was given for (None, missing and repeated arguments included). None where this torch lacks it, where it does not answer as
     expected on a probe, or where ``STRIDECHECK_GUARD_TENSOR_GUARDS=0``: then the key read in
     Python serves alone."""
     if os.environ.get("STRIDECHECK_GUARD_TENSOR_GUARDS", "1") == "0":
@@ -201,34 +200,35 @@ def _tensor_guards():
         import torch
         from torch._C._dynamo.guards import TensorGuards
 
-        # A None or missing tensor argument stands in as an empty `meta` tensor (no launch passes
-        # one), one per position: the comparison fails wherever one object comes twice (it
-        # expects distinct inputs), so a launch passing one tensor for two pointers is never kept.
-        nones: list = []
-        missings: list = []
-
-        def stand_in(x, i):
-            if x is None or x is MISSING:
-                kept = nones if x is None else missings
-                while len(kept) <= i:
-                    kept.append(torch.empty(0 if x is None else 1, device="meta"))
-                return kept[i]
-            return x
-
+        # What the comparison cannot take as itself (a None or missing argument; a tensor passed
+        # again, in an in-place launch: it expects distinct inputs) stands in as an empty `meta`
+        # tensor (no launch passes one) of its own position, and the kept check tests first, by
+        # identity, that the launch has the same None, missing and repeated arguments.
         def build(*args):
-            tensors = [stand_in(x, i) for i, x in enumerate(args)]
-            for t in tensors:
-                if not isinstance(t, torch.Tensor):
-                    raise TypeError("not a tensor")
-            if len({id(t) for t in tensors}) < len(tensors):
-                return None
-            return TensorGuards(
+            tests, tensors, seen, subs = [], list(args), {}, {}
+            for i, x in enumerate(args):
+                if x is None or x is MISSING:
+                    tests.append(f"a{i} is {'None' if x is None else '_M'}")
+                else:
+                    j = seen.setdefault(id(x), i)
+                    if j == i:
+                        if not isinstance(x, torch.Tensor):
+                            raise TypeError("not a tensor")
+                        continue
+                    tests.append(f"a{i} is a{j}")
+                tensors[i] = subs[f"_s{i}"] = torch.empty((len(tests), i + 1), device="meta")
+            check = TensorGuards(
                 *tensors,
                 dynamic_dims_sizes=[list(t.shape) for t in tensors],
                 dynamic_dims_strides=[list(t.stride()) for t in tensors],
             ).check
+            if not tests:
+                return check
+            params = ", ".join(f"a{i}" for i in range(len(args)))
+            passed = ", ".join(f"_s{i}" if f"_s{i}" in subs else f"a{i}" for i in range(len(args)))
+            src = f"lambda {params}: {' and '.join(tests)} and _g({passed})"
+            return eval(src, {"_g": check, "_M": MISSING, **subs})  # noqa: S307 - names and `is` tests only
 
-        build.stand_in = stand_in
         a, b = torch.zeros(2, 3), torch.zeros(2, 3)
         same = build(a, b)
         probes = (
@@ -238,9 +238,10 @@ def _tensor_guards():
             same(a, torch.zeros(2, 3, dtype=torch.float64)) is False,
             same(a, torch.zeros(2, 3, device="meta")) is False,
             same(a, None) is False,
-            build(a, b, a) is None,
-            build(a, None, None)(a, stand_in(None, 1), stand_in(None, 2)) is True,
-            build(a, None)(a, stand_in(MISSING, 1)) is False,
+            build(a, b, a)(b, a, b) is True,
+            build(a, b, a)(a, b, b) is False,
+            build(a, None, None)(b, None, None) is True,
+            build(a, None)(a, MISSING) is False,
         )
         return build if all(probes) else None
     except Exception:  # noqa: BLE001 - a torch without it, or with another constructor
@@ -430,9 +431,6 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
         ns["_sg_fast"] = {}
         other_key = "(" + "".join(f"{x}, " for x in others) + ")"
         listed = ", ".join(tensors)
-        absent = " or ".join(f"{t} is None or {t} is _sg_M" for t in tensors)
-        stood = ", ".join(f"_sg_sub({t}, {i})" for i, t in enumerate(tensors))
-        ns["_sg_sub"] = tg.stand_in
         ns["_sg_per_key"] = FAST_PER_KEY
         body += [
             "    _sg_e = _sg_M",
@@ -442,14 +440,6 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
             f"            if _sg_g({listed}):",
             "                _sg_e = _sg_w",
             "                break",
-            # Only where a tensor is None or missing (it never matches as itself): its stand-in.
-            f"        else:",
-            f"            if _sg_l and ({absent}):",
-            f"                _sg_a = ({stood},)",
-            "                for _sg_g, _sg_w in _sg_l:",
-            "                    if _sg_g(*_sg_a):",
-            "                        _sg_e = _sg_w",
-            "                        break",
             "    except Exception:",
             "        pass",
             "    if _sg_e is not _sg_M:",
@@ -499,8 +489,7 @@ def generate_derived_check(kernel, pyfn, contract, reporter):
             f"            _sg_l = _sg_fast[{other_key}] = []",
             "        if _sg_l is not _sg_never and _sg_len(_sg_l) < _sg_per_key:",
             "            try:",
-            f"                _sg_g = _sg_tg({listed})",
-            "                if _sg_g is not None: _sg_l.append((_sg_g, _sg_v))",
+            f"                _sg_l.append((_sg_tg({listed}), _sg_v))",
             "            except Exception:",
             f"                _sg_fast[{other_key}] = _sg_never",
         ]

@@ -216,24 +216,35 @@ def test_layouts_that_take_turns_are_kept_up_to_a_bound_and_never_rebuilt():
     assert kept == first  # the first layouts stay; the others are answered by the key
 
 
-def test_a_none_tensor_is_compared_as_a_stand_in_and_one_tensor_twice_is_never_kept():
+def test_none_and_repeated_tensors_are_compared_by_identity_first():
     from stridecheck.guard.kernel import _tensor_guards
 
     if _tensor_guards() is None:
         pytest.skip("this torch has no torch._C._dynamo.guards.TensorGuards")
-    guarded, calls = _counting(_copy_rows)
-    x = torch.randn(4, 8)
+    guarded = stride_guard(_copy_rows)
     fast = guarded._check.__stride_guard_fast__
-    none_verdict = check_launch(guarded.contract, _values(guarded.contract, [None, 8, x, 8, 8], {"BLOCK": 8}))
-    got = {_verdict(guarded, [None, 8, x, 8, 8], {"BLOCK": 8}) for _ in range(3)}
-    assert got == {none_verdict[0].message if none_verdict else None}
-    assert [len(v) for v in fast.values()] == [1]
-    # A tensor where the None was, same scalars: not the None's verdict (a new entry).
-    out = torch.empty(4, 8)
-    assert _verdict(guarded, [out, 8, x, 8, 8], {"BLOCK": 8}) is None
-    # The same tensor for both pointers (an in-place launch): torch's comparison expects
-    # distinct inputs, so it is answered by the key, and right.
-    fast.clear()
-    for _ in range(3):
-        assert _verdict(guarded, [x, 8, x, 8, 8], {"BLOCK": 8}) is None
-    assert not any(fast.values())
+
+    def expect(args):
+        found = check_launch(guarded.contract, _values(guarded.contract, args, {"BLOCK": 8}))
+        return found[0].message if found else None
+
+    x, out = torch.randn(4, 8), torch.empty(4, 8)
+    launches = [
+        [None, 8, x, 8, 8],  # a None output
+        [x, 8, x, 8, 8],  # in place: one tensor for both pointers
+        [out, 8, x, 8, 8],  # two tensors, the same layout
+        [out, 8, torch.randn(4, 16)[:, :8], 8, 8],  # x strided: refused
+    ]
+    for _ in range(3):  # seen, kept, then answered by the kept comparison
+        for args in launches:
+            assert _verdict(guarded, args, {"BLOCK": 8}) == expect(args)
+    (kept,) = fast.values()
+    assert len(kept) == 4
+    # New objects, same patterns and layouts: each answered by its own entry (the table stays
+    # empty), still right.
+    table = guarded._check.__stride_guard_table__
+    table.clear()
+    y, o = torch.randn(4, 8), torch.empty(4, 8)
+    for args in ([None, 8, y, 8, 8], [y, 8, y, 8, 8], [o, 8, y, 8, 8]):
+        assert _verdict(guarded, args, {"BLOCK": 8}) == expect(args)
+    assert len(kept) == 4 and not table
