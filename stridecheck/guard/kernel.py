@@ -38,8 +38,6 @@ from stridecheck.guard.spec_check import BUILTINS, _compile, _Flag, overlaps
 TABLE_SIZE = 4096
 # Layouts compared in C++ per set of the launch's other values (see generate_derived_check).
 FAST_PER_KEY = 4
-# Launchers kept per kernel for grids given as tuples (GuardedKernel.__getitem__).
-LAUNCHERS_KEPT = 256
 
 
 def is_triton_kernel(obj) -> bool:
@@ -78,34 +76,21 @@ class GuardedKernel:
         self.contract = contract
         self._check = check
         self._source = source
-        self._launchers = {}
         functools.update_wrapper(self, python_function(kernel), updated=())
 
     def __getitem__(self, grid):
-        # A grid given as a tuple (of ints, almost always) finds its launcher again: building one
-        # costs more than the lookup (attribute reads here go through __getattr__'s slot). Other
-        # grids (a function, often a new one per call, perhaps holding tensors) are not kept.
-        launchers = self._launchers
-        if type(grid) is tuple:
-            try:
-                return launchers[grid]
-            except (KeyError, TypeError):
-                pass
         check, kernel = self._check, self.kernel
 
         # What triton's own `kernel[grid]` returns, with the check in front (a closure: the
-        # cheapest callable to build and to call). The launch itself stays spelled
+        # cheapest callable to build and to call, once per launch; one kept per grid would cost
+        # less in eager calls, but under torch.compile a dict keyed by the grid makes dynamo guard
+        # on, or specialise, the grid's symbolic sizes). The launch itself stays spelled
         # `kernel[grid](...)`: that is the form torch.compile recognises as a Triton launch
         # (calling `kernel.run` would make dynamo trace into Triton's launcher).
         def launch(*args, **kwargs):
             check(*args, **kwargs)
             return kernel[grid](*args, **kwargs)
 
-        if type(grid) is tuple and len(launchers) < LAUNCHERS_KEPT:
-            try:
-                launchers[grid] = launch
-            except TypeError:  # an unhashable element
-                pass
         return launch
 
     def run(self, *args, **kwargs):

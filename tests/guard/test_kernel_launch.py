@@ -53,21 +53,6 @@ def test_guarded_kernel_launches_like_the_kernel(kernel):
         kernel.run(out, out.stride(0), x, 30, 30, BLOCK=32, grid=(5,), warmup=False)
 
 
-def test_a_tuple_grid_finds_its_launcher_again_and_each_launch_is_checked():
-    k = stride_guard(_copy_rows)
-    assert k[(5,)] is k[(5,)] and k[(5,)] is not k[(6,)]
-    grid = lambda meta: (5,)  # noqa: E731 - a grid function, often new per call: never kept
-    assert k[grid] is not k[grid]
-    x = torch.randn(5, 40, device=DEV)[:, :30]
-    out = torch.empty(5, 30, device=DEV)
-    k[(5,)](out, out.stride(0), x, x.stride(0), 30, BLOCK=32)
-    assert torch.equal(out, x)
-    with pytest.raises(StrideGuardError):  # the kept launcher still checks
-        k[(5,)](out, out.stride(0), x, 30, 30, BLOCK=32)
-    with pytest.raises(StrideGuardError):
-        k[grid](out, out.stride(0), x, 30, 30, BLOCK=32)
-
-
 def test_spec_form_rejects_a_wrong_stride_argument():
     x = torch.randn(5, 40, device=DEV)[:, :30]
     out = torch.empty(5, 30, device=DEV)
