@@ -185,6 +185,11 @@ def _tensor_guards():
         import torch
         from torch._C._dynamo.guards import TensorGuards
 
+        if not hasattr(torch.compiler, "substitute_in_graph"):
+            # Without it torch.compile traces the check itself (no stand-in, see _provide_standin),
+            # and it cannot trace a call of this C++ comparison.
+            return None
+
         # What the comparison cannot take as itself (a None or missing argument; a tensor passed
         # again, in an in-place launch: it expects distinct inputs) stands in as an empty `meta`
         # tensor (no launch passes one) of its own position, and the kept check tests first, by

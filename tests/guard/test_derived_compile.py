@@ -35,3 +35,23 @@ def test_the_derived_check_traces_and_refuses_while_tracing(dynamic):
         chain.append(str(e))
         e = e.__cause__ or e.__context__
     assert any("`row * x_stride`" in m and "x_stride = 7" in m for m in chain)
+
+
+def test_a_check_with_kept_layouts_still_traces():
+    # Eager launches keep their layout for the C++ comparison; dynamo must still trace the check
+    # (through its stand-in), not the comparison.
+    guarded = stride_guard(_copy_rows)
+    x = torch.randn(8, 50)
+    out = torch.empty_like(x)
+    for _ in range(3):
+        guarded._check(out, out.stride(0), x, x.stride(0), x.shape[1], BLOCK=64)
+    assert guarded._check.__stride_guard_fast__ is None or any(guarded._check.__stride_guard_fast__.values())
+
+    def f(x):
+        out = torch.empty_like(x)
+        guarded._check(out, out.stride(0), x, x.stride(0), x.shape[1], BLOCK=64)
+        return x * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True, backend="eager")
+    assert torch.equal(compiled(x), x * 2)
