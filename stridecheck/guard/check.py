@@ -38,12 +38,21 @@ _CODE: dict[str, object] = {}
 
 
 def as_int(v) -> int | None:
-    """``v`` as a Python int when it is an integer (not a bool), else None."""
-    if isinstance(v, bool):
-        return None
+    """``v`` as a Python int when it is an integral number, else None. Values that compare equal
+    (and so share an entry of a guard's table: ``True == 1 == 1.0 == np.int64(1)``) get the same
+    answer: a bool is 0 or 1 (Triton passes it as an ``i1``), an integral float its integer, a
+    NumPy scalar what its Python value gives."""
     if isinstance(v, int):
-        return v
-    if type(v).__name__ in ("SymInt", "int64", "int32", "int16", "int8", "uint64", "uint32"):
+        return int(v)
+    if isinstance(v, float):
+        return int(v) if v.is_integer() else None
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        try:
+            got = v.item()
+        except Exception:  # noqa: BLE001 - not a scalar
+            return None
+        return as_int(got) if isinstance(got, (int, float)) else None
+    if type(v).__name__ == "SymInt":
         try:
             return int(v)
         except Exception:  # noqa: BLE001 - an unbacked symbolic size: not decidable here

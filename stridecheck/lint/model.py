@@ -92,7 +92,13 @@ class Condition:
     value: str | None = None
 
     def holds(self, value) -> bool | None:
-        """Whether a launch value satisfies this condition; None when it cannot be told."""
+        """Whether a launch value satisfies this condition; None when it cannot be told. A NumPy
+        scalar is judged as its Python value (it compares equal to it, and Triton reads it so)."""
+        if type(value).__module__ == "numpy" and hasattr(value, "item"):
+            try:
+                value = value.item()
+            except Exception:  # noqa: BLE001 - not a scalar
+                return None
         if self.test == "none":
             return (value is None) == self.truth
         if self.test == "truthy":

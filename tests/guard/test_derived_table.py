@@ -248,3 +248,38 @@ def test_none_and_repeated_tensors_are_compared_by_identity_first():
     for args in ([None, 8, y, 8, 8], [y, 8, y, 8, 8], [o, 8, y, 8, 8]):
         assert _verdict(guarded, args, {"BLOCK": 8}) == expect(args)
     assert len(kept) == 4 and not table
+
+
+def test_values_that_compare_equal_get_one_verdict_in_any_order():
+    # A table entry is found by equality (True == 1 == 1.0 == np.int64(1) share a hash), so the
+    # check must read them alike: a bool as 0 / 1 (Triton's i1), an integral float as its integer,
+    # a NumPy scalar as its Python value.
+    import numpy as np
+
+    x = torch.randn(5, 40)[:, :30]
+    out = torch.empty(5, 30)
+    for order in ([30, 30.0, np.int64(30)], [30.0, np.int64(30), 30], [np.int64(30), 30, 30.0]):
+        guarded = stride_guard(_copy_rows)
+        for stride_value in order * 2:
+            args = [out, 30, x, stride_value, 30]
+            expected = check_launch(guarded.contract, _values(guarded.contract, args, {"BLOCK": 32}))
+            assert expected, "x_stride 30 against x.stride(0) 40 is refused, whatever its type"
+            assert _verdict(guarded, args, {"BLOCK": 32}) == expected[0].message
+    narrow = torch.randn(5, 2)[:, :1]
+    one = torch.empty(5, 1)
+    for order in ([True, 1], [1, True]):
+        guarded = stride_guard(_copy_rows)
+        for stride_value in order * 2:
+            args = [one, 1, narrow, stride_value, 1]
+            expected = check_launch(guarded.contract, _values(guarded.contract, args, {"BLOCK": 1}))
+            assert _verdict(guarded, args, {"BLOCK": 1}) == (expected[0].message if expected else None)
+            assert expected  # a row stride of 1 (True) for rows 2 apart
+    xx, scale, y = torch.randn(3, 4), torch.randn(3, 4), torch.empty(3, 4)
+    for order in ([np.True_, True], [True, np.True_]):
+        guarded = stride_guard(_modulate)
+        for flag in order * 2:
+            args = [xx, 4, scale, 4, scale, 0, y, 4]
+            kwargs = {"HAS_SHIFT": flag, "BLOCK": 4}
+            expected = check_launch(guarded.contract, _values(guarded.contract, args, kwargs))
+            assert expected  # the shift read with stride 0 under HAS_SHIFT
+            assert _verdict(guarded, args, kwargs) == expected[0].message
