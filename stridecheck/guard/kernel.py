@@ -10,7 +10,10 @@ kernel's own signature), in three steps:
    of every other parameter a check reads (steps, store bounds, branch conditions; constexprs
    included; a ``@triton.heuristics`` value as Triton computes it at the launch), into one tuple.
 2. **The table.** That tuple keys a dict of verdicts (a verdict is a tuple of violations, empty
-   for a valid launch). A repeated signature costs the reads and one dict lookup.
+   for a valid launch). A repeated signature costs the reads and one dict lookup. A layout found
+   there is also kept for a comparison in C++ (torch's ``TensorGuards``, see
+   :func:`_tensor_guards`) under the launch's other values; from then on the check starts with
+   that comparison and skips the reads (:func:`generate_derived_check`).
 3. **A new signature** first runs a straight-line test that can only accept: each step of each
    access equals the stride of a distinct dim (the unit step the last dim's, 1), dims no item
    steps are packed (the tensor is contiguous), a masked store fits the last dim, written tensors
@@ -176,9 +179,9 @@ def _tensor_guards():
     given have the type, dispatch keys, dtype, device, ``requires_grad``, sizes and strides of
     ``tensors`` (torch's ``torch._C._dynamo.guards.TensorGuards``, with which torch.compile checks
     the inputs of a compiled graph; it keeps no reference to the tensors). Such tensors have the
-    layout the verdict was given for (None, missing and repeated arguments included). None where this torch lacks it, where it does not answer as
-    expected on a probe, or where ``STRIDECHECK_GUARD_TENSOR_GUARDS=0``: then the key read in
-    Python serves alone."""
+    layout the verdict was given for (None, missing and repeated arguments included). None where
+    this torch lacks it, where it does not answer as expected on a probe, or where
+    ``STRIDECHECK_GUARD_TENSOR_GUARDS=0``: then the key read in Python serves alone."""
     if os.environ.get("STRIDECHECK_GUARD_TENSOR_GUARDS", "1") == "0":
         return None
     try:
@@ -236,7 +239,6 @@ def _tensor_guards():
         return build if all(probes) else None
     except Exception:  # noqa: BLE001 - a torch without it, or with another constructor
         return None
-
 
 
 def _signature(pyfn, ns: dict) -> str:
