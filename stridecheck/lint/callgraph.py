@@ -266,6 +266,11 @@ class _FunctionScan:
         """The fact of a call's argument, with the argument as written where the fact has no text
         (what a rule names as the caller's tensor); a name in ``checked`` (contiguous where the
         call runs, :func:`_contiguous_by_branch`) is packed."""
+        if (isinstance(node, ast.Constant) and type(node.value) is int) or (
+                isinstance(node, ast.Name) and node.id in self.literals):
+            # A number the caller writes (or a name bound to one): what a size parameter is at
+            # this call (`top_k = 5` ... `f(cand, top_k)`).
+            return ArgFact("literal", text=_source(node))
         got = self.fact(node)
         if isinstance(node, ast.Name) and node.id in checked and got.kind != "strided":
             return replace(got, kind="packed", text=got.text or node.id)
@@ -309,7 +314,7 @@ class _FunctionScan:
         literal = all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.operator,
                                      ast.unaryop, ast.Load)) or (isinstance(n, ast.Name) and n.id in self.literals)
                       for n in nodes)
-        targets = [n for n in walk(target) if isinstance(n, ast.Name)]
+        targets = _bound_names(target)
         for n in targets:
             if literal:
                 self.literals.add(n.id)
@@ -387,12 +392,24 @@ class _FunctionScan:
                 star = True
                 continue
             kwargs[k.arg] = self.arg_fact(k.value, checked)
-        if not any(f.kind != "unknown" or f.view for f in (*args, *kwargs.values())):
-            return  # nothing to tell its callee
+        if not any(f.kind not in ("unknown", "literal") or f.view for f in (*args, *kwargs.values())):
+            return  # nothing to tell its callee of a tensor
         head, _, rest = callee.partition(".")
         if head in self.imports:
             callee = "@" + self.imports[head] + ("." + rest if rest else "")
         self.out.append(CallSite(self.qualname, callee, n.lineno, tuple(args), kwargs, star))
+
+
+def _bound_names(target) -> list[ast.Name]:
+    """The names an assignment target binds: itself, or the names of a tuple / list target (a
+    subscript or attribute target, `cand[..., k:] = 0`, binds none: it writes into a value)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound_names(e)]
+    return []
 
 
 def _contiguous_tests(test, holds: bool) -> set[str]:

@@ -388,7 +388,8 @@ class ArgFact:
     """What a call passes for one argument, as far as the calling function shows: ``packed``
     (contiguous, allocated), ``strided`` (a slice of an inner dimension, a transpose...: not
     packed), ``param`` (the caller's own parameter ``name``, unchanged or through a view that keeps
-    its strides), ``like`` (``empty_like(name)``), ``attr`` (``self.name``), ``unknown``.
+    its strides), ``like`` (``empty_like(name)``), ``attr`` (``self.name``), ``literal`` (a number,
+    or a name bound to one: a size), ``unknown``.
     ``sized_from`` is set on an allocation made in the caller: the tensors whose extents its shape
     is built from (``empty_like(x)``, ``torch.empty(n, v)`` after ``n, v = x.shape``: ``x``).
     ``view`` is set on a tensor made by indexing another: its base and the indexing with the

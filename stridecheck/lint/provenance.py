@@ -425,11 +425,57 @@ def step_layout(tree, launches, pointer: str, sizes) -> Layout:
         return Layout(LIVE, f"{found.why}; {width.why}" if width.why else found.why)
     got = kernel_layout(tree, launches, pointer)
     if got.kind == PACKED and not own_extents(launches, pointer, sizes):
-        # Packed, but stepped by a size that is none of its extents (a `top_k` of 5 over rows of
-        # 8): packing is what makes the step wrong, not right.
+        unplaced = _unplaced_size(tree, launches, pointer, sizes)
+        if unplaced is not None:
+            # Packed, stepped by a size that nothing in view places (a parameter of the launcher,
+            # a name the analysis does not follow): whether it is one of the tensor's extents is
+            # exactly what cannot be told here, so no evidence either way.
+            why = f"nothing in view shows whether `{unplaced}` is one of its extents"
+            return Layout(UNKNOWN, f"{got.why}; {why}" if got.why else why)
+        # Packed, but stepped by a size shown to be none of its extents (a `top_k` of 5 over rows
+        # of 8): packing is what makes the step wrong, not right.
         return Layout(LATENT, f"{got.why}, but the size is not shown to be one of its extents"
                       if got.why else "the size is not shown to be an extent of the tensor it steps")
     return got
+
+
+def _unplaced_size(tree, launches, pointer: str, sizes) -> str | None:
+    """The text of a size that some launch passes from nowhere the analysis places (no literal,
+    no tensor's extent: an unfollowed name, a launcher's parameter no caller passes a number
+    for), when every size that is not the pointer's own extent at every launch is such; else None
+    (a size shown to be something else is evidence)."""
+    found = None
+    for bl in launches:
+        o = bl.bound.get(pointer)
+        mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides) if o is not None else set()
+        for s in sizes:
+            so = bl.bound.get(s)
+            if so is None:
+                return None
+            got = _extent_tensors(so)
+            if got and got <= mine:
+                continue  # its own extent
+            name = so.kind is OriginKind.OTHER or (so.kind is OriginKind.TENSOR and not so.is_tensor)
+            if got or not name or so.literal is not None or so.factors:
+                return None  # a literal, a product, another tensor's extent: placed
+            if _callers_pass_a_number(tree, bl, so.text):
+                return None
+            found = found or origin_text(so)
+    return found
+
+
+def _callers_pass_a_number(tree, bl, param: str) -> bool:
+    """Whether a caller of the launch's launcher passes a number for its parameter ``param``."""
+    launch = bl.launch
+    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    info = bl.module.functions.get(qual) if qual else None
+    if tree is None or info is None or param not in info.params:
+        return False
+    for _cm, site in tree.callers_of(bl.module, qual):
+        fact = _bound(site, info, param)
+        if fact is not None and fact is not OMITTED and fact.kind == "literal":
+            return True
+    return False
 
 
 def runs_in_training(tree, bl, depth: int = 0, seen=None) -> bool:
