@@ -41,6 +41,19 @@ def walk(node: ast.AST) -> list[ast.AST]:
                 out.append(v)
     return out
 
+def kept(node: ast.AST, attr: str, compute):
+    """``compute(node)``, computed once and kept on the node under ``attr``: the walks ask the same
+    questions of the same nodes many times (the branches a value was made under, the other values
+    its names hold, each inlining of a helper, each enclosing loop, each pass of the launch
+    collector over a function), and the module's tree outlives them."""
+    try:
+        return getattr(node, attr)
+    except AttributeError:
+        got = compute(node)
+        setattr(node, attr, got)
+        return got
+
+
 _SKIP_ROOTS = frozenset(
     """torch tl triton math np numpy os sys logger logging print len range int float bool str isinstance
     getattr setattr hasattr list tuple dict set min max super type zip enumerate sorted reversed any all sum

@@ -24,7 +24,7 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 
-from stridecheck.lint.callgraph import walk
+from stridecheck.lint.callgraph import kept, walk
 from stridecheck.lint.model import (
     Access,
     Condition,
@@ -151,33 +151,20 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _kept(node: ast.AST, attr: str, compute):
-    """``compute(node)``, computed once and kept on the node under ``attr``: the walk asks the same
-    questions of the same nodes many times (the branches a value was made under, the other values
-    its names hold, each inlining of a helper, each enclosing loop), and the module's tree
-    outlives the walk."""
-    try:
-        return getattr(node, attr)
-    except AttributeError:
-        got = compute(node)
-        setattr(node, attr, got)
-        return got
-
-
 def _name_ids(node: ast.AST) -> tuple[str, ...]:
     """The ids of the ``Name`` nodes in ``node`` (itself included), in ``ast.walk`` order."""
-    return _kept(node, "_stridecheck_names", lambda n: tuple(x.id for x in walk(n) if isinstance(x, ast.Name)))
+    return kept(node, "_stridecheck_names", lambda n: tuple(x.id for x in walk(n) if isinstance(x, ast.Name)))
 
 
 def _stored_names(func: ast.FunctionDef) -> frozenset[str]:
     """The names a function assigns anywhere in its body."""
-    return _kept(func, "_stridecheck_stored", lambda n: frozenset(
+    return kept(func, "_stridecheck_stored", lambda n: frozenset(
         x.id for x in walk(n) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)))
 
 
 def _augmented_names(stmt: ast.stmt) -> tuple[ast.Name, ...]:
     """The ``Name`` targets of the augmented assignments in ``stmt``, in ``ast.walk`` order."""
-    return _kept(stmt, "_stridecheck_augmented", lambda n: tuple(
+    return kept(stmt, "_stridecheck_augmented", lambda n: tuple(
         x.target for x in walk(n) if isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Name)))
 
 

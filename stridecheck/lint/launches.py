@@ -71,7 +71,7 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 
-from stridecheck.lint.callgraph import public_entry, strided_subscript, walk
+from stridecheck.lint.callgraph import kept, public_entry, strided_subscript, walk
 from stridecheck.lint.model import ArgOrigin, Launch, OriginKind, Span, WidthCheck, product_key, value_key
 
 __all__ = ["LaunchInfo", "collect", "dotted"]
@@ -2409,12 +2409,12 @@ def _contiguity_flags(fn) -> dict:
     """Local names ``fn`` binds once, to a test that reads ``t.is_contiguous()`` of tensors it
     does not rebind later: ``needs_tmp = not out.is_contiguous() or out.dtype != dt``. A branch on
     the name is a branch on the test."""
-    try:
-        return fn._stridecheck_flags  # the passes over a module visit each function several times
-    except AttributeError:
-        pass
+    return kept(fn, "_stridecheck_flags", _find_contiguity_flags)
+
+
+def _find_contiguity_flags(fn) -> dict:
     nodes = walk(fn)
-    fn._stridecheck_flags = out = {}
+    out: dict = {}
     if not any(isinstance(n, ast.Attribute) and n.attr == "is_contiguous" for n in nodes):
         return out
     stores: dict[str, list[int]] = {}
