@@ -21,6 +21,7 @@ from __future__ import annotations
 from stridecheck.guard.layout import Item, Problem, describe_offset, judge, overlap_witness
 from stridecheck.guard.spec_check import Violation, overlaps, warn_once
 from stridecheck.guard.spec import StrideGuardError
+from stridecheck.lint.model import python_scalar
 
 
 class _Missing:
@@ -42,16 +43,14 @@ def as_int(v) -> int | None:
     (and so share an entry of a guard's table: ``True == 1 == 1.0 == np.int64(1)``) get the same
     answer: a bool is 0 or 1 (Triton passes it as an ``i1``), an integral float its integer, a
     NumPy scalar what its Python value gives."""
+    try:
+        v = python_scalar(v)
+    except Exception:  # noqa: BLE001 - a NumPy array, not a scalar
+        return None
     if isinstance(v, int):
         return int(v)
     if isinstance(v, float):
         return int(v) if v.is_integer() else None
-    if type(v).__module__ == "numpy" and hasattr(v, "item"):
-        try:
-            got = v.item()
-        except Exception:  # noqa: BLE001 - not a scalar
-            return None
-        return as_int(got) if isinstance(got, (int, float)) else None
     if type(v).__name__ == "SymInt":
         try:
             return int(v)

@@ -76,6 +76,14 @@ class Index:
     pid_axes: tuple[int, ...] = ()  # grid axes of the program ids it is computed from (-1: not a literal)
 
 
+def python_scalar(value):
+    """A NumPy scalar as its Python value (``.item()``: it compares equal to it, and Triton reads it
+    so); any other value as it is. Raises for a NumPy array of more than one element."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Condition:
     """A branch an access sits under, when its test reads a kernel parameter directly.
@@ -93,12 +101,11 @@ class Condition:
 
     def holds(self, value) -> bool | None:
         """Whether a launch value satisfies this condition; None when it cannot be told. A NumPy
-        scalar is judged as its Python value (it compares equal to it, and Triton reads it so)."""
-        if type(value).__module__ == "numpy" and hasattr(value, "item"):
-            try:
-                value = value.item()
-            except Exception:  # noqa: BLE001 - not a scalar
-                return None
+        scalar is judged as its Python value (:func:`python_scalar`)."""
+        try:
+            value = python_scalar(value)
+        except Exception:  # noqa: BLE001 - a NumPy array, not a scalar
+            return None
         if self.test == "none":
             return (value is None) == self.truth
         if self.test == "truthy":
