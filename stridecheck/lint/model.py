@@ -386,6 +386,11 @@ class Launch:
     params: tuple[str, ...] = ()  # the launcher's parameters
     launcher_class: str | None = None  # the class whose method the launcher is
 
+    @property
+    def launcher_qualname(self) -> str | None:
+        """The launcher as its module's functions are keyed: ``"f"``, or ``"Cls.method"``."""
+        return f"{self.launcher_class}.{self.launcher}" if self.launcher_class else self.launcher
+
 
 # ----------------------------------------------------------------------------- call graph
 

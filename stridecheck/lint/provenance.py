@@ -228,7 +228,7 @@ def width_of(o: ArgOrigin | None, source: ArgOrigin | None, bl, tree=None) -> La
     ``unknown`` when it comes from a call, an attribute or callers the analysis does not follow."""
     launch = bl.launch
     where = _where(launch)
-    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    qual = launch.launcher_qualname
     if o is None or o.kind is not OriginKind.TENSOR:
         return Layout(UNKNOWN)
     # A parameter, unchanged or on one path (`out = torch.empty(...) if out is None else out`):
@@ -293,7 +293,7 @@ def layout_of(o: ArgOrigin | None, bl, tree=None) -> Layout:
     if o is None or o.kind is not OriginKind.TENSOR or o.text == "None":
         return Layout(UNKNOWN)
     where = _where(launch)
-    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    qual = launch.launcher_qualname
     if launch.guarded:
         return Layout(PACKED, f"{where} is guarded by `@stride_guard`")
     if o.fresh and not o.like_of and not o.contiguous and o.known_strides:
@@ -357,6 +357,14 @@ def _extent_tensors(o: ArgOrigin) -> set[str]:
 _EXTENT_TEXT = re.compile(r"([A-Za-z_][\w.]*)\.(?:shape\b|size\(|numel\()")
 
 
+def _own_names(o: ArgOrigin | None) -> set:
+    """The names whose extents are those of tensor argument ``o``: itself, the storage it views,
+    what it was made like, and the tensors a check shows to share its strides."""
+    if o is None:
+        return set()
+    return {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides)
+
+
 def foreign_extent(launches, pointer: str, sizes):
     """A size that a launch builds from another tensor's extents (`step * n_vocab` on `cache`,
     `n_vocab = logits.shape[1]`): wrong for any layout of the pointer's tensor whose extent
@@ -368,7 +376,7 @@ def foreign_extent(launches, pointer: str, sizes):
         o = bl.bound.get(pointer)
         if o is None or o.kind is not OriginKind.TENSOR or not o.tensor or o.fresh:
             continue
-        mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides)
+        mine = _own_names(o)
         for s in sizes:
             so = bl.bound.get(s)
             if so is None:
@@ -392,7 +400,7 @@ def own_extents(launches, pointer: str, sizes) -> bool:
             return False
         if o.fresh:
             continue
-        mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides)
+        mine = _own_names(o)
         for s in sizes:
             so = bl.bound.get(s)
             if so is None:
@@ -447,7 +455,7 @@ def _unplaced_size(tree, launches, pointer: str, sizes) -> str | None:
     found = None
     for bl in launches:
         o = bl.bound.get(pointer)
-        mine = {o.family or o.tensor, o.tensor, o.like_of} | set(o.same_strides) if o is not None else set()
+        mine = _own_names(o)
         for s in sizes:
             so = bl.bound.get(s)
             if so is None:
@@ -467,7 +475,7 @@ def _unplaced_size(tree, launches, pointer: str, sizes) -> str | None:
 def _callers_pass_a_number(tree, bl, param: str) -> bool:
     """Whether a caller of the launch's launcher passes a number for its parameter ``param``."""
     launch = bl.launch
-    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    qual = launch.launcher_qualname
     info = bl.module.functions.get(qual) if qual else None
     if tree is None or info is None or param not in info.params:
         return False
@@ -483,7 +491,7 @@ def runs_in_training(tree, bl, depth: int = 0, seen=None) -> bool:
     ``backward`` of an autograd Function: the kernel serves training, where a batch holds
     hundreds of thousands of tokens."""
     launch = bl.launch
-    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    qual = launch.launcher_qualname
     return bool(qual) and _autograd_above(tree, bl.module, qual, 0, set())
 
 

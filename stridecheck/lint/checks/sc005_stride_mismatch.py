@@ -201,7 +201,7 @@ def _callers_share(bl, tree, a, b) -> bool:
     if a is None or b is None or not a.param or not b.param:
         return False
     launch = bl.launch
-    qual = f"{launch.launcher_class}.{launch.launcher}" if launch.launcher_class else launch.launcher
+    qual = launch.launcher_qualname
     return bool(qual) and callers_share_strides(tree, bl.module, qual, a.param, b.param)
 
 
